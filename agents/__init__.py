@@ -1,0 +1,1 @@
+"""The four LLM roles (selector, hypothesizer, implementer, debugger), their prompts, schemas and models."""

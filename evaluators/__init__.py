@@ -1,0 +1,1 @@
+"""Turn (problem, candidate source, device) into a measured, trustworthy EvalResult."""

@@ -1,0 +1,1 @@
+"""Kernel problems, candidate sources and the archive of everything tried."""

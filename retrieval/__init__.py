@@ -1,0 +1,1 @@
+"""Chunk, embed and index the literature in Chroma; hybrid search with citations."""
