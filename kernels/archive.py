@@ -1,0 +1,145 @@
+"""The archive: every candidate tried, its parent, its outcome; append-only JSON lines, reloadable.
+
+Contract (used by `agents/` and `graph/`):
+
+- `CandidateRecord` (pydantic): `id` ("c0007"), `parent_id`, `reference_id`, `iteration`, `slot`, `source`,
+  `experiment` (an `agents.schemas.Experiment` dump, or None), `status` (an evaluator status, or "seed" /
+  "reference"), `speedup`, `runtime_ms`, `eval` (an `EvalResult.model_dump()`: kernels imports nothing of
+  ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
+  `created_at` (UTC, ISO 8601).
+- `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
+  open and appended to on `add`, so a crashed run loses at most the record being written.
+  `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among correct),
+  `.correct()`, `.recent_failures(n)`, `.lineage(id)` (root first), `.next_id()`, `len(archive)`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+# Statuses the evaluator reports for a candidate that did not produce a correct result.
+FAILED_STATUSES = frozenset({"incorrect", "compile_error", "runtime_error", "timeout"})
+
+
+class ArchiveError(ValueError):
+    """An archive that cannot be read or a record that cannot be added; the message is one line."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class CandidateRecord(BaseModel):
+    """One candidate kernel and what became of it."""
+
+    id: str
+    parent_id: str | None = None
+    reference_id: str | None = None
+    iteration: int = 0
+    slot: int = 0
+    source: str
+    experiment: dict | None = None
+    status: str
+    speedup: float | None = None
+    runtime_ms: float | None = None
+    eval: dict = Field(default_factory=dict)
+    debug_attempts: int = 0
+    note: str = ""
+    created_at: str = Field(default_factory=_now)
+
+    @property
+    def is_correct(self) -> bool:
+        """True for candidates whose output matched the reference (seeds and references count once measured)."""
+        return self.status in ("correct", "seed", "reference") and self.speedup is not None
+
+    @property
+    def is_failure(self) -> bool:
+        """True when the evaluator rejected the candidate."""
+        return self.status in FAILED_STATUSES
+
+
+class Archive:
+    """The population of candidates, with lineage, persisted as append-only JSON lines."""
+
+    def __init__(self, path: Path | str | None = None):
+        self.path = Path(path) if path is not None else None
+        self._records: dict[str, CandidateRecord] = {}
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    def _load(self, path: Path) -> None:
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = CandidateRecord.model_validate_json(line)
+            except ValidationError as error:
+                first = error.errors()[0]
+                raise ArchiveError(f"{path}:{number}: bad record ({first['loc']}: {first['msg']})") from None
+            self._records[record.id] = record
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def records(self) -> list[CandidateRecord]:
+        """All records in the order they were added."""
+        return list(self._records.values())
+
+    def add(self, record: CandidateRecord) -> CandidateRecord:
+        """Append a record (ids are unique) and persist it at once."""
+        if record.id in self._records:
+            raise ArchiveError(f"candidate {record.id} is already in the archive")
+        self._records[record.id] = record
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as handle:
+                handle.write(json.dumps(record.model_dump(), sort_keys=True) + "\n")
+        return record
+
+    def get(self, candidate_id: str) -> CandidateRecord:
+        """The record with this id; a clear error when there is none."""
+        try:
+            return self._records[candidate_id]
+        except KeyError:
+            raise ArchiveError(f"no candidate {candidate_id!r} in the archive") from None
+
+    def __contains__(self, candidate_id: object) -> bool:
+        return candidate_id in self._records
+
+    def next_id(self) -> str:
+        """The next free id: "c" and four digits, one past the highest number used."""
+        numbers = [int(key[1:]) for key in self._records if key[:1] == "c" and key[1:].isdigit()]
+        return f"c{max(numbers, default=-1) + 1:04d}"
+
+    def correct(self) -> list[CandidateRecord]:
+        """Records with a measured, correct result, in the order added."""
+        return [record for record in self._records.values() if record.is_correct]
+
+    def best(self) -> CandidateRecord | None:
+        """The correct record with the highest speedup (the earliest among equals), or None."""
+        correct = self.correct()
+        return max(correct, key=lambda record: record.speedup) if correct else None
+
+    def recent_failures(self, n: int = 5) -> list[CandidateRecord]:
+        """The last `n` rejected candidates, most recent last."""
+        failures = [record for record in self._records.values() if record.is_failure]
+        return failures[-n:] if n > 0 else []
+
+    def lineage(self, candidate_id: str) -> list[CandidateRecord]:
+        """The chain of parents from the root down to `candidate_id` (root first)."""
+        chain: list[CandidateRecord] = []
+        seen: set[str] = set()
+        current: str | None = candidate_id
+        while current is not None:
+            if current in seen:
+                raise ArchiveError(f"lineage of {candidate_id} has a cycle at {current}")
+            seen.add(current)
+            record = self.get(current)
+            chain.append(record)
+            current = record.parent_id
+        return chain[::-1]
