@@ -90,7 +90,7 @@ def load_problem(name_or_path: str | Path) -> Problem:
     missing = [name for name in REQUIRED if name not in defined]
     if missing:
         raise ProblemError(f"problem {path.name} does not define {', '.join(missing)}")
-    configs = _literal_assignment(tree, "CONFIGS") or {}
+    configs = _configs(tree, path.name)
     return Problem(name=path.stem, path=path, source=source, doc=ast.get_docstring(tree) or "", configs=configs)
 
 
@@ -105,8 +105,10 @@ def import_problem_module(problem: Problem, config: str | None = None) -> types.
     try:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
-    except Exception as exc:  # a broken problem file is reported, not raised through
-        raise ProblemError(f"problem {problem.path.name} failed to import: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # a broken problem file is reported, not raised through
+        sys.modules.pop(module_name, None)
+        reason = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
+        raise ProblemError(f"problem {problem.path.name} failed to import: {reason}") from None
     if config is not None:
         if config not in problem.configs:
             raise ProblemError(f"problem {problem.name} has no configuration {config!r}")
@@ -126,11 +128,18 @@ def _top_level_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _literal_assignment(tree: ast.Module, name: str):
+def _configs(tree: ast.Module, filename: str) -> dict[str, dict]:
+    """`CONFIGS` read without running the file: {config name: {global name: literal value}}, or {}."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIGS" for t in node.targets):
             try:
-                return ast.literal_eval(node.value)
-            except ValueError:
-                raise ProblemError(f"{name} must be a literal dict of plain values") from None
-    return None
+                configs = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                raise ProblemError(f"problem {filename}: CONFIGS must be a literal dict of plain values") from None
+            if not isinstance(configs, dict) or not all(
+                isinstance(values, dict) and all(isinstance(key, str) and key.isidentifier() for key in values)
+                for values in configs.values()
+            ):
+                raise ProblemError(f"problem {filename}: CONFIGS must map each config name to a dict of global names")
+            return configs
+    return {}
