@@ -1,0 +1,210 @@
+import json
+
+import pytest
+
+from agents.briefs import CandidateBrief, ProblemBrief
+from agents.debugger import clip_diagnostics, debug_candidate
+from agents.errors import MalformedAnswer
+from agents.hypothesizer import propose_experiments, retrieval_queries
+from agents.implementer import implement_experiment
+from agents.schemas import Experiment
+from agents.selector import select_parent
+from tests.agents.fakes import Flaky, scripted
+
+PROBLEM = ProblemBrief(name="row_softmax", doc="Softmax over rows.", source="class Model: ...", device="cuda")
+BASE = CandidateBrief(
+    id="c0003", source="class ModelNew: ...", speedup=1.2, runtime_ms=0.5, roofline_fraction=0.35, bound="memory"
+)
+PASSAGES = [
+    {"text": "Coalesced 128-byte accesses...", "source": "hopper/memory.md#coalescing", "score": 0.9},
+    {"text": "Use vector loads...", "source": "cdna3/hbm.md#vector-loads", "score": 0.8},
+]
+CODE = (
+    "import torch\nfrom torch import nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
+)
+
+
+def experiment(title="vectorize", lo=1.1, hi=1.5, citations=("hopper/memory.md#coalescing",)):
+    return dict(
+        title=title,
+        change="c",
+        mechanism="m",
+        expected_speedup_min=lo,
+        expected_speedup_max=hi,
+        risk="low",
+        citations=list(citations),
+    )
+
+
+def hypotheses(chosen=(0, 1), citations=("[2]",)):
+    return json.dumps(
+        {
+            "experiments": [experiment(), experiment("fuse", citations=citations)],
+            "chosen": list(chosen),
+            "choice_rule": "innovative: 1; max uplift: 0",
+        }
+    )
+
+
+# selector
+
+
+def test_selector_parses_chatter_wrapped_json_and_fills_accounting():
+    model = scripted('Sure!\n```json\n{"base_id": "c0003", "reference_id": "c0001", "rationale": "fastest"}\n```')
+    selection, call = select_parent(
+        model, archive_summary="...", candidate_ids=["c0003", "c0001"], call_id="i2.selector"
+    )
+    assert (selection.base_id, selection.reference_id) == ("c0003", "c0001")
+    assert (call.role, call.call_id, call.input_tokens, call.output_tokens) == ("selector", "i2.selector", 100, 20)
+    assert call.cost_usd == pytest.approx((100 * 1.25 + 20 * 10) / 1e6) and not call.fell_back
+
+
+def test_selector_feeds_back_an_unknown_id_then_recovers():
+    model = Flaky(
+        outcomes=['{"base_id": "c0099", "rationale": "x"}', '{"base_id": "c0001", "rationale": "ok"}'], seen=[]
+    )
+    selection, call = select_parent(model, archive_summary="s", candidate_ids=["c0003", "c0001"], call_id="i2.selector")
+    assert selection.base_id == "c0001" and call.attempts == 2 and call.input_tokens == 200
+    assert [call_id for call_id, _ in model.seen] == ["i2.selector", "i2.selector.r1"]
+    feedback = model.seen[1][1][-1].content
+    assert "c0099" in feedback and "c0003, c0001" in feedback
+
+
+def test_selector_falls_back_to_best_and_says_so():
+    model = scripted("I think c0003.", "not json {", '{"base_id": "zzz", "rationale": "r"}')
+    selection, call = select_parent(
+        model, archive_summary="s", candidate_ids=["c0003", "c0001"], call_id="i5.selector", best_id="c0001"
+    )
+    assert selection.base_id == "c0001" and "fell back" in selection.rationale
+    assert call.fell_back and call.attempts == 3 and "zzz" in call.error
+
+
+def test_selector_rejects_reference_equal_to_base():
+    model = scripted(
+        '{"base_id": "c0003", "reference_id": "c0003", "rationale": "r"}',
+        '{"base_id": "c0003", "reference_id": null, "rationale": "r"}',
+    )
+    selection, call = select_parent(model, archive_summary="s", candidate_ids=["c0003"], call_id="i1.selector")
+    assert selection.reference_id is None and call.attempts == 2
+
+
+# hypothesizer
+
+
+def test_retrieval_queries_follow_the_measured_bottleneck():
+    memory = retrieval_queries(PROBLEM, BASE)
+    assert any("memory-bound" in q and "35%" in q for q in memory)
+    compute = retrieval_queries(
+        PROBLEM.model_copy(update={"device": "MI300X"}),
+        BASE.model_copy(update={"bound": "compute", "roofline_fraction": 0.8}),
+    )
+    assert any("compute-bound" in q for q in compute) and any("CDNA3" in q for q in compute)
+    assert any("near roofline" in q for q in compute)
+    unmeasured = retrieval_queries(PROBLEM, BASE.model_copy(update={"bound": None, "roofline_fraction": None}))
+    assert unmeasured and all("row softmax" in q for q in unmeasured)
+
+
+def test_hypothesizer_puts_sources_in_prompt_and_resolves_numbered_citations():
+    model = Flaky(outcomes=[hypotheses()], seen=[])
+    result, call = propose_experiments(
+        model,
+        problem=PROBLEM,
+        base=BASE,
+        notebook="No experiments yet.",
+        passages=PASSAGES,
+        n_experiments=2,
+        n_chosen=2,
+        call_id="i1.hypothesizer",
+    )
+    prompt = model.seen[0][1][0].content
+    assert "source: hopper/memory.md#coalescing" in prompt and "memory-bound at 35.0%" in prompt
+    assert "most innovative" in prompt and "highest minimum" in prompt
+    assert result.experiments[1].citations == ["cdna3/hbm.md#vector-loads"]
+    assert [e.title for e in result.chosen_experiments] == ["vectorize", "fuse"]
+    assert call.role == "hypothesizer"
+
+
+def test_hypothesizer_feeds_back_invalid_chosen_indices_and_invented_citations():
+    model = Flaky(outcomes=[hypotheses(chosen=(0, 7)), hypotheses(citations=("made-up.pdf",)), hypotheses()], seen=[])
+    result, call = propose_experiments(
+        model,
+        problem=PROBLEM,
+        base=BASE,
+        notebook="",
+        passages=PASSAGES,
+        n_experiments=2,
+        n_chosen=2,
+        call_id="i1.hypothesizer",
+    )
+    assert result.chosen == [0, 1] and call.attempts == 3
+    assert "out of range" in model.seen[1][1][-1].content
+    assert "made-up.pdf" in model.seen[2][1][-1].content
+
+
+def test_hypothesizer_raises_when_answers_stay_malformed():
+    model = scripted(hypotheses(chosen=(0,)), hypotheses(chosen=(0,)), hypotheses(chosen=(0,)))
+    with pytest.raises(MalformedAnswer, match="exactly 2") as caught:
+        propose_experiments(
+            model,
+            problem=PROBLEM,
+            base=BASE,
+            notebook="",
+            passages=PASSAGES,
+            n_experiments=3,
+            n_chosen=2,
+            call_id="i1.hypothesizer",
+        )
+    assert caught.value.call.attempts == 3
+
+
+# implementer and debugger
+
+
+def test_implementer_extracts_source_from_chatter_and_passes_the_reference():
+    model = Flaky(outcomes=[f"Here is the kernel:\n```python\n{CODE}```\nIt should be faster."], seen=[])
+    source, call = implement_experiment(
+        model,
+        problem=PROBLEM,
+        base_source="BASE SRC",
+        reference_source="REF SRC",
+        experiment=Experiment(**experiment()),
+        call_id="i1.s0.implementer.a0",
+    )
+    assert source == CODE and call.call_id == "i1.s0.implementer.a0"
+    prompt = model.seen[0][1][0].content
+    assert "BASE SRC" in prompt and "REF SRC" in prompt and "vectorize" in prompt
+
+
+def test_implementer_without_reference_omits_the_section_and_retries_prose():
+    model = Flaky(outcomes=["I would vectorize the loads.", f"```python\n{CODE}```"], seen=[])
+    source, call = implement_experiment(
+        model,
+        problem=PROBLEM,
+        base_source="B",
+        reference_source=None,
+        experiment=Experiment(**experiment()),
+        call_id="i1.s0.implementer.a0",
+    )
+    assert source == CODE and call.attempts == 2
+    assert "Reference version" not in model.seen[0][1][0].content
+    assert "class ModelNew" in model.seen[1][1][-1].content
+
+
+def test_debugger_sends_status_and_diagnostics():
+    model = Flaky(outcomes=[f"Fixed the mask.\n```py\n{CODE}```"], seen=[])
+    source, call = debug_candidate(
+        model,
+        problem=PROBLEM,
+        source="BROKEN",
+        diagnostics="IndexError: out of bounds",
+        status="runtime_error",
+        call_id="i1.s0.debugger.a1",
+    )
+    prompt = model.seen[0][1][0].content
+    assert source == CODE and "runtime_error" in prompt and "IndexError: out of bounds" in prompt and "BROKEN" in prompt
+
+
+def test_long_diagnostics_keep_head_and_tail_within_bound():
+    text = "first error\n" + "x" * 20_000 + "\nlast line"
+    clipped = clip_diagnostics(text, limit=1000)
+    assert clipped.startswith("first error") and clipped.endswith("last line") and len(clipped) < 1100
