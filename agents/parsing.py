@@ -47,8 +47,8 @@ def _trim_to_python(text: str) -> str:
             ast.parse(candidate)
         except SyntaxError:
             continue
-        return candidate + "\n"
-    return "\n".join(lines) + "\n"
+        return candidate.rstrip() + "\n"
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def extract_source(text: str) -> str:
