@@ -8,7 +8,8 @@
   `.make(role)`; `parse_role_overrides(["hypothesizer=google_genai:gemini-2.5-flash"])` for CLIs.
 
 SDK-level retries are switched off (our own loop in `agents.retry` retries, and must see every failure):
-in langchain-google-genai `max_retries=0` means "the SDK default", so Gemini gets `max_retries=1`, one try.
+langchain-google-genai documents `max_retries=0` as "the SDK default" (its default, 6, makes the SDK retry 429s
+and 5xx itself), so Gemini gets `max_retries=1`: one HTTP attempt per call in every SDK version.
 """
 
 from __future__ import annotations

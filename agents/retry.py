@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
-from langchain_core.exceptions import ModelError
+from langchain_core.exceptions import ModelAuthenticationError, ModelError, ModelPermissionDeniedError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -66,6 +66,11 @@ def is_transient(error: BaseException) -> bool | None:
     return None
 
 
+def _hint(error: BaseException) -> str:
+    refused = isinstance(error, ModelAuthenticationError | ModelPermissionDeniedError)
+    return " (check the provider's API key)" if refused or _status_code(error) in (401, 403) else ""
+
+
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
@@ -97,7 +102,7 @@ def invoke_with_retries(
             if transient is None:
                 raise
             if not transient:
-                raise FatalLLMError(f"{role} call {call_id} failed: {_one_line(error)}") from error
+                raise FatalLLMError(f"{role} call {call_id} failed{_hint(error)}: {_one_line(error)}") from error
             if attempt == policy.max_attempts:
                 raise FatalLLMError(
                     f"{role} call {call_id} still failing after {attempt} attempts: {_one_line(error)}"
