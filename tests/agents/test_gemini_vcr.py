@@ -59,6 +59,8 @@ def test_auth_errors_end_the_run_without_retry(gemini, status):
     with vcrpy.use_cassette(
         str(CASSETTES / f"auth_error_{status}.yaml"), record_mode="none", filter_headers=["x-goog-api-key"]
     ) as cassette:
-        with pytest.raises(FatalLLMError, match=f"selector call i3.selector failed: .*{status}") as caught:
+        with pytest.raises(
+            FatalLLMError, match=rf"selector call i3.selector failed \(check the provider.s API key\): .*{status}"
+        ) as caught:
             choose(gemini)
     assert cassette.play_count == 1 and "\n" not in str(caught.value)

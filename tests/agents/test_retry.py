@@ -29,7 +29,9 @@ def test_rate_limit_then_success_backs_off_exponentially():
 def test_authentication_error_is_fatal_without_retry():
     sleeps = []
     model = Flaky(outcomes=[ModelAuthenticationError("API key not valid"), "never"], seen=[])
-    with pytest.raises(FatalLLMError, match="selector call i1.selector failed: .*API key not valid"):
+    with pytest.raises(
+        FatalLLMError, match=r"selector call i1.selector failed \(check the provider.s API key\): .*API key not valid"
+    ):
         invoke_with_retries(model, [], role="selector", call_id="i1.selector", policy=policy(sleeps))
     assert sleeps == [] and len(model.seen) == 1
 
