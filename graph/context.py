@@ -1,0 +1,41 @@
+"""The run's settings as the graph's context schema: Studio shows them as a form, the CLI fills them from flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+DEFAULT_PROBLEM = "fused_residual_norm"
+DEFAULT_MODEL = "google_genai:gemini-2.5-pro"
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """What one scientist run works on, with which model and device, and how long it may go on."""
+
+    problem: str = field(default=DEFAULT_PROBLEM, metadata={"description": "Bundled problem name or problem file."})
+    model: str = field(
+        default_factory=lambda: os.environ.get("KS_MODEL", DEFAULT_MODEL),
+        metadata={"description": "Chat model: 'provider:model' or 'replay:PATH' (a cassette)."},
+    )
+    role_models: dict[str, str] = field(
+        default_factory=dict, metadata={"description": "Per-role model overrides, e.g. {'hypothesizer': 'replay:X'}."}
+    )
+    device: str = field(default="auto", metadata={"description": "'auto' (a GPU if present), 'cuda' or 'cpu'."})
+    iterations: int = field(default=3, metadata={"description": "Iterations of select, hypothesize, implement."})
+    experiments_per_iteration: int = field(
+        default=2, metadata={"description": "Experiments implemented per iteration."}
+    )
+    max_debug_attempts: int = field(
+        default=2, metadata={"description": "Debugger rounds before a failure is recorded."}
+    )
+    max_tokens: int | None = field(default=None, metadata={"description": "Stop after this many LLM tokens."})
+    max_dollars: float | None = field(default=None, metadata={"description": "Stop after this much LLM cost (USD)."})
+    max_minutes: float | None = field(default=None, metadata={"description": "Stop after this much wall time."})
+    retrieval: Literal["hybrid", "lexical"] = field(
+        default="hybrid", metadata={"description": "Literature search: 'hybrid' or 'lexical' (no embedding model)."}
+    )
+    passages_per_query: int = field(default=3, metadata={"description": "Literature passages kept per query."})
+    run_dir: str = field(default="", metadata={"description": "Where the archive and report go (default runs/<id>)."})
+    record_cassette: str = field(default="", metadata={"description": "Write every LLM call to this cassette."})

@@ -1,0 +1,108 @@
+"""One experiment's loop: implementer -> evaluate -> (debugger -> evaluate)* -> done, as a subgraph per slot."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+import evaluators
+from agents.debugger import debug_candidate
+from agents.errors import MalformedAnswer
+from agents.implementer import implement_experiment
+from agents.schemas import Experiment
+from graph import lab
+from graph.context import RunContext
+from graph.routing import route_after_evaluate
+from graph.state import ExperimentOutcome, ExperimentOutput, ExperimentState, ExperimentTask
+from kernels.problem import load_problem
+
+
+def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
+    """Write the complete candidate source for the slot's experiment, from its base version."""
+    task = state["task"]
+    archive = lab.open_archive(task.run_dir)
+    problem = load_problem(task.problem)
+    model = lab.model_settings(runtime.context).make("implementer")
+    try:
+        source, call = implement_experiment(
+            model,
+            problem=lab.problem_brief(problem, task.device, archive),
+            base_source=archive.get(task.base_id).source,
+            reference_source=archive.get(task.reference_id).source if task.reference_id else None,
+            experiment=Experiment(**task.experiment),
+            call_id=f"i{task.iteration}.s{task.slot}.implementer.a0",
+        )
+    except MalformedAnswer as error:
+        note = f"implementer gave no usable source: {error}"
+        outcome = _outcome(task, "", "compile_error", {}, 0, note)
+        return Command(goto=END, update={"outcomes": [outcome], "llm_calls": lab.calls_of(error)})
+    return Command(goto="evaluate", update={"source": source, "debug_attempts": 0, "llm_calls": [call]})
+
+
+def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "__end__"]]:
+    """Compile, check and time the candidate; a failure goes to the debugger while attempts remain."""
+    task, attempts = state["task"], state.get("debug_attempts", 0)
+    result = evaluators.evaluate(task.problem, state["source"], task.device).model_dump()
+    status = result["status"]
+    runtime.stream_writer(
+        {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status, **_timing(result)}
+    )
+    if route_after_evaluate(status, attempts, runtime.context.max_debug_attempts) == "debugger":
+        return Command(goto="debugger", update={"status": status, "eval": result})
+    note = f"given up after {attempts} debugger attempts" if status != "correct" and attempts else ""
+    outcome = _outcome(task, state["source"], status, result, attempts, note)
+    return Command(goto=END, update={"status": status, "eval": result, "outcomes": [outcome]})
+
+
+def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
+    """Fix the failing source from the evaluator's diagnostics."""
+    task, attempt = state["task"], state.get("debug_attempts", 0) + 1
+    archive = lab.open_archive(task.run_dir)
+    model = lab.model_settings(runtime.context).make("debugger")
+    result = state["eval"]
+    try:
+        source, call = debug_candidate(
+            model,
+            problem=lab.problem_brief(load_problem(task.problem), task.device, archive),
+            source=state["source"],
+            diagnostics=result.get("diagnostics") or result.get("message", ""),
+            status=state["status"],
+            call_id=f"i{task.iteration}.s{task.slot}.debugger.a{attempt}",
+        )
+    except MalformedAnswer as error:
+        note = f"debugger gave no usable source: {error}"
+        outcome = _outcome(task, state["source"], state["status"], result, attempt, note)
+        return Command(goto=END, update={"outcomes": [outcome], "llm_calls": lab.calls_of(error)})
+    return Command(goto="evaluate", update={"source": source, "debug_attempts": attempt, "llm_calls": [call]})
+
+
+def _timing(result: dict) -> dict:
+    return {"speedup": result.get("speedup"), "message": result.get("message", "")}
+
+
+def _outcome(task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str):
+    return ExperimentOutcome(
+        iteration=task.iteration,
+        slot=task.slot,
+        base_id=task.base_id,
+        reference_id=task.reference_id,
+        experiment=task.experiment,
+        source=source,
+        status=status,
+        eval=result,
+        debug_attempts=attempts,
+        note=note,
+    )
+
+
+def build_experiment_graph():
+    """The per-slot subgraph; it inherits the parent's checkpointer, so a resumed run continues mid-debugging."""
+    builder = StateGraph(ExperimentState, context_schema=RunContext, output_schema=ExperimentOutput)
+    builder.add_node("implementer", implementer)
+    builder.add_node("evaluate", evaluate)
+    builder.add_node("debugger", debugger)
+    builder.add_edge(START, "implementer")
+    return builder.compile(name="experiment")

@@ -1,0 +1,72 @@
+"""What the nodes share: the run directory, the archive, the device, the chat models and the prompt briefs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from secrets import token_hex
+
+from agents.briefs import ProblemBrief
+from agents.models import ModelSettings
+from graph.context import RunContext
+from kernels.archive import Archive, CandidateRecord
+from kernels.problem import Problem
+
+RUNS_DIR = Path("runs")
+ARCHIVE_FILE = "archive.jsonl"
+
+
+def new_run_id(problem: str) -> str:
+    """A sortable, unique run id: problem, UTC time and a short random suffix."""
+    return f"{Path(problem).stem}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{token_hex(2)}"
+
+
+def open_archive(run_dir: str | Path) -> Archive:
+    """The run's archive, reloaded from its JSON lines (nodes run in threads and across resumes)."""
+    return Archive(Path(run_dir) / ARCHIVE_FILE)
+
+
+def resolve_device(device: str) -> str:
+    """'auto' becomes 'cuda' where a GPU is present, else 'cpu'; an explicit device is kept."""
+    if device != "auto":
+        return device
+    import torch  # the graph process needs torch only to look for a GPU
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpu_count() -> int:
+    """How many CUDA devices this machine has."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def model_settings(ctx: RunContext) -> ModelSettings:
+    """The per-role chat models of this run, recording to a cassette when asked."""
+    record_to = Path(ctx.record_cassette) if ctx.record_cassette else None
+    return ModelSettings(default=ctx.model, per_role=dict(ctx.role_models), record_to=record_to)
+
+
+def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBrief:
+    """The problem as the prompts show it, with the roofline the seed's evaluation measured."""
+    measured = next((r.eval.get("roofline") for r in archive.records if r.eval.get("roofline")), None)
+    return ProblemBrief(name=problem.name, doc=problem.doc, source=problem.source, device=device, roofline=measured)
+
+
+def best_kernel(archive: Archive) -> CandidateRecord | None:
+    """The fastest correct kernel (seed or candidate); the PyTorch reference is the yardstick, not a kernel."""
+    kernels = [record for record in archive.correct() if record.status != "reference"]
+    return max(kernels, key=lambda record: record.speedup) if kernels else None
+
+
+def spent(llm_calls: list) -> tuple[int, float]:
+    """Tokens and dollars the run's LLM calls have used so far."""
+    tokens = sum(call.input_tokens + call.output_tokens for call in llm_calls)
+    return tokens, sum(call.cost_usd for call in llm_calls)
+
+
+def calls_of(failure: Exception) -> list:
+    """The accounting a MalformedAnswer carries, so tokens spent on unusable answers still count."""
+    call = getattr(failure, "call", None)
+    return [call] if call is not None else []

@@ -1,0 +1,128 @@
+"""The run's deliverables under its directory: best_kernel.py, summary.json, speedup.svg and report.md."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from langgraph.runtime import Runtime
+
+from agents.accounting import totals_by_role
+from graph import lab
+from graph.context import RunContext
+from graph.plot import speedup_svg
+from graph.state import ScientistState
+from kernels.archive import Archive, CandidateRecord
+
+
+def report(state: ScientistState, runtime: Runtime[RunContext]) -> dict:
+    """Write the report files and say where they are."""
+    path = write_report(Path(state["run_dir"]), state, runtime.context)
+    return {"report_path": str(path)}
+
+
+def write_report(run_dir: Path, state: ScientistState, ctx: RunContext) -> Path:
+    """Write every report file from the archive and the final state; returns the report's path."""
+    archive = lab.open_archive(run_dir)
+    summary = build_summary(archive, state, ctx, run_dir.name)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    best = lab.best_kernel(archive)
+    if best is not None:
+        (run_dir / "best_kernel.py").write_text(best.source)
+    points = [(r.iteration, r.speedup, r.status, r.id) for r in archive.records]
+    title = f"{summary['problem']} on {summary['device']} ({summary['timing'] or 'untimed'})"
+    (run_dir / "speedup.svg").write_text(speedup_svg(points, title=title))
+    path = run_dir / "report.md"
+    path.write_text(render_markdown(archive, summary))
+    return path
+
+
+def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_id: str) -> dict:
+    """The machine-readable outcome of a run."""
+    best = lab.best_kernel(archive)
+    candidates = [r for r in archive.records if r.experiment is not None]
+    calls = state.get("llm_calls", [])
+    tokens, dollars = lab.spent(calls)
+    seed = next((r for r in archive.records if r.eval), None)
+    return {
+        "run_id": run_id,
+        "problem": state.get("problem", ctx.problem),
+        "device": state.get("device", ctx.device),
+        "model": ctx.model,
+        "role_models": dict(ctx.role_models),
+        "timing": seed.eval.get("timing") if seed else None,
+        "baseline_ms": seed.eval.get("baseline_ms") if seed else None,
+        "best_id": best.id if best else None,
+        "best_speedup": best.speedup if best else None,
+        "best_runtime_ms": best.runtime_ms if best else None,
+        "iterations": state.get("iteration", 0),
+        "candidates": len(candidates),
+        "statuses": dict(Counter(r.status for r in candidates)),
+        "tokens": tokens,
+        "cost_usd": round(dollars, 6),
+        "per_role": totals_by_role(calls),
+        "elapsed_s": round(state.get("elapsed_s", 0.0), 1),
+        "stop_reason": state.get("stop_reason"),
+        "notes": list(state.get("notes", [])),
+    }
+
+
+def render_markdown(archive: Archive, summary: dict) -> str:
+    """The human report: headline, plot, lineage tree and the notebook of experiments."""
+    best = summary["best_speedup"]
+    lines = [
+        f"# Kernel Scientist run {summary['run_id']}",
+        "",
+        f"- problem: `{summary['problem']}` on `{summary['device']}` (timing: {summary['timing']})",
+        f"- model: `{summary['model']}`",
+        f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none",
+        f"- iterations: {summary['iterations']}, candidates: {summary['candidates']}, statuses: {summary['statuses']}",
+        f"- tokens: {summary['tokens']}, cost: ${summary['cost_usd']:.4f}, wall time: {summary['elapsed_s']} s",
+        f"- stopped: {summary['stop_reason']}",
+    ]
+    if summary["timing"] == "interpreter":
+        lines.append("- note: CPU timings come from Triton's interpreter; they rank candidates, not GPU performance")
+    lines += ["", "![speedup over iterations](speedup.svg)", "", "## Lineage", "", "```"]
+    lines += lineage_tree(archive)
+    lines += ["```", "", "## Notebook of experiments", ""]
+    lines += notebook_table(archive.records)
+    if summary["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in summary["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def lineage_tree(archive: Archive) -> list[str]:
+    """Every candidate under its parent, as an indented tree."""
+    children: dict[str | None, list[CandidateRecord]] = {}
+    for record in archive.records:
+        children.setdefault(record.parent_id, []).append(record)
+
+    def walk(parent: str | None, depth: int) -> list[str]:
+        rows = []
+        for record in children.get(parent, []):
+            speed = f"{record.speedup:.4g}x" if record.speedup is not None else "-"
+            title = (record.experiment or {}).get("title", record.note)
+            rows.append(f"{'  ' * depth}{record.id} [{record.status}, {speed}] {title}")
+            rows += walk(record.id, depth + 1)
+        return rows
+
+    return walk(None, 0)
+
+
+def notebook_table(records: list[CandidateRecord]) -> list[str]:
+    """One row per experiment: its hypothesis, parent, outcome and measured change."""
+    rows = [
+        "| id | iter | slot | parent | experiment | expected | status | speedup | debug | note |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in records:
+        if r.experiment is None:
+            continue
+        e = r.experiment
+        expected = f"{e.get('expected_speedup_min', '?')}-{e.get('expected_speedup_max', '?')}x"
+        speed = f"{r.speedup:.4g}x" if r.speedup is not None else "-"
+        cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, r.status, speed]
+        cells += [r.debug_attempts, r.note or r.eval.get("message", "")]
+        rows.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
+    return rows

@@ -1,0 +1,198 @@
+"""`python -m graph.run`: run the scientist on a problem, live, and leave the best kernel and a report behind.
+
+With no arguments it runs the bundled default problem (fused_residual_norm) end to end: Gemini when
+GOOGLE_API_KEY is set, else a replay of the bundled, hand-authored demo cassette. Exit codes: 0 done,
+2 bad usage, 3 a fatal LLM error (authentication, bad request, cassette miss; the run can be resumed),
+130 interrupted (resume with --resume RUN_ID).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from rich.console import Console
+
+import agents
+from agents.errors import FatalLLMError
+from agents.models import DEFAULT_MODEL, ROLES
+from graph import lab
+from graph.builder import build_graph
+from graph.checkpoint import open_checkpointer
+from graph.context import DEFAULT_PROBLEM, RunContext
+from graph.progress import Progress
+from graph.routing import recursion_limit
+from kernels.problem import ProblemError, load_problem
+
+DEMO_CASSETTE = Path(agents.__file__).parent / "cassettes" / "demo_fused_residual_norm.json"
+SETTINGS_FILE = "run.json"
+# Flags that may change when a run is resumed (to give it more budget); the rest are the run's identity.
+RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "max_concurrency")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The CLI's flags; defaults of None mean "not given", so a resumed run keeps its own settings."""
+    p = argparse.ArgumentParser(prog="python -m graph.run", description=__doc__.splitlines()[0])
+    p.add_argument("--problem", help=f"bundled problem name or problem file (default {DEFAULT_PROBLEM})")
+    p.add_argument("--model", help=f"provider:model or replay:CASSETTE (default {DEFAULT_MODEL}, or the demo)")
+    p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto: a GPU if present")
+    p.add_argument("--iterations", type=positive_int, help="default 3")
+    p.add_argument("--experiments-per-iteration", type=positive_int, help="default 2")
+    p.add_argument("--max-concurrency", type=positive_int, help="experiments evaluated at once (default 2)")
+    p.add_argument("--max-debug-attempts", type=natural_int, help="debugger rounds per candidate (default 2)")
+    p.add_argument("--max-tokens", type=positive_int, help="token budget")
+    p.add_argument("--max-dollars", type=positive_float, help="LLM cost budget in USD")
+    p.add_argument("--max-minutes", type=positive_float, help="wall-time budget")
+    p.add_argument("--out", type=Path, help="run directory (default runs/<run_id>)")
+    p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run from its checkpoints")
+    p.add_argument("--record-cassette", type=Path, metavar="PATH", help="record every LLM call to a cassette")
+    p.add_argument("--retrieval", choices=("hybrid", "lexical"), help="literature search mode (default hybrid)")
+    return p
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer > 0."""
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def natural_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number > 0."""
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[RunContext, int, str | None]:
+    """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
+    try:
+        problem = load_problem(args.problem or DEFAULT_PROBLEM)
+    except ProblemError as error:
+        p.error(str(error))
+    banner = None
+    model = args.model
+    if model is None and os.environ.get("GOOGLE_API_KEY"):
+        model = DEFAULT_MODEL
+    elif model is None:
+        model = f"replay:{DEMO_CASSETTE}"
+        banner = (
+            f"No GOOGLE_API_KEY: replaying the bundled demo cassette {DEMO_CASSETTE.name}. Its LLM answers were "
+            "authored by hand, not produced by a live model; every kernel in it is really compiled, checked and timed."
+        )
+    check_model_spec(model, p)
+    try:
+        role_models = dict(item.split("=", 1) for item in args.model_for)
+    except ValueError:
+        p.error("--model-for takes ROLE=SPEC")
+    for role, spec in role_models.items():
+        if role not in ROLES:
+            p.error(f"--model-for: unknown role {role!r}; roles: {', '.join(ROLES)}")
+        check_model_spec(spec, p)
+    given = {key: value for key, value in vars(args).items() if value is not None}
+    names = {f.name for f in fields(RunContext)}
+    ctx = RunContext(
+        **{key: given[key] for key in names & given.keys() if key not in ("problem", "model", "record_cassette")},
+        problem=args.problem or DEFAULT_PROBLEM,
+        model=model,
+        role_models=role_models,
+        record_cassette=str(args.record_cassette or ""),
+    )
+    if problem.name != DEFAULT_PROBLEM and model == f"replay:{DEMO_CASSETTE}":
+        p.error(f"the demo cassette is for {DEFAULT_PROBLEM}; pass --model for {problem.name}")
+    return ctx, args.max_concurrency or 2, banner
+
+
+def check_model_spec(spec: str, p: argparse.ArgumentParser) -> None:
+    """A model spec is provider:model, or replay: with a cassette that exists."""
+    provider, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        p.error(f"bad model {spec!r}: write provider:model or replay:CASSETTE")
+    if provider == "replay" and not Path(rest).is_file():
+        p.error(f"cassette not found: {rest}")
+
+
+def resumed_settings(args: argparse.Namespace, p: argparse.ArgumentParser, run_dir: Path) -> tuple[RunContext, int]:
+    """The saved settings of the run being resumed, with any budget flags given now."""
+    path = run_dir / SETTINGS_FILE
+    if not path.is_file():
+        p.error(f"no run to resume at {run_dir} (missing {SETTINGS_FILE})")
+    saved = json.loads(path.read_text())
+    context = saved["context"]
+    context.update({key: getattr(args, key) for key in RESUMABLE[:-1] if getattr(args, key) is not None})
+    return RunContext(**context), args.max_concurrency or saved["max_concurrency"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run or resume a scientist run; returns the process exit code."""
+    p = parser()
+    args = p.parse_args(argv)
+    console = Console(stderr=False, highlight=False)
+    if args.resume:
+        run_id = args.resume
+        run_dir = args.out or lab.RUNS_DIR / run_id
+        ctx, concurrency = resumed_settings(args, p, run_dir)
+    else:
+        ctx, concurrency, banner = new_settings(args, p)
+        run_dir = args.out or lab.RUNS_DIR / lab.new_run_id(ctx.problem)
+        run_id = run_dir.name
+        if banner:
+            console.print(banner, style="bold yellow")
+        ctx.run_dir = str(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        settings = {"run_id": run_id, "context": asdict(ctx), "max_concurrency": concurrency}
+        (run_dir / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n")
+    config = {
+        "configurable": {"thread_id": run_id},
+        "max_concurrency": concurrency,
+        "recursion_limit": recursion_limit(ctx.iterations, ctx.experiments_per_iteration, ctx.max_debug_attempts),
+    }
+    with open_checkpointer(run_dir) as checkpointer:
+        graph = build_graph(checkpointer)
+        snapshot = graph.get_state(config)
+        if args.resume and snapshot.values and not snapshot.next:
+            console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
+            return 0
+        console.print(f"run {run_id}: {ctx.problem} with {ctx.model} -> {run_dir}")
+        try:
+            final = stream(graph, None if args.resume else {}, config, ctx, console)
+        except FatalLLMError as error:
+            console.print(f"error: {error}", style="bold red", markup=False)
+            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+            return 3
+        except KeyboardInterrupt:
+            console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}")
+            return 130
+    best = final.get("best_speedup")
+    headline = f"{final.get('best_id')} at {best:.4g}x" if best is not None else "no correct candidate"
+    console.print(f"done ({final.get('stop_reason')}): best {headline}; report {final.get('report_path')}")
+    return 0
+
+
+def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, console: Console) -> dict:
+    """Run the graph with live progress; returns the final state."""
+    with Progress(console, ctx.iterations) as progress:
+        for namespace, mode, chunk in graph.stream(
+            graph_input, config, context=ctx, stream_mode=["updates", "custom"], subgraphs=True
+        ):
+            progress.handle(namespace, mode, chunk)
+    return graph.get_state(config).values
+
+
+if __name__ == "__main__":
+    sys.exit(main())

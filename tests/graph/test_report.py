@@ -1,0 +1,82 @@
+"""The report files from an archive: summary fields, lineage, notebook and the SVG plot."""
+
+import json
+import xml.etree.ElementTree as ElementTree
+
+from agents.accounting import LLMCall
+from graph.context import RunContext
+from graph.plot import speedup_svg
+from graph.report import lineage_tree, write_report
+from kernels.archive import Archive, CandidateRecord
+
+
+def _archive(path):
+    archive = Archive(path / "archive.jsonl")
+    timing = {"timing": "interpreter", "baseline_ms": 0.2}
+    archive.add(CandidateRecord(id="c0000", source="ref", status="reference", speedup=1.0, runtime_ms=0.2))
+    archive.add(
+        CandidateRecord(id="c0001", parent_id="c0000", source="seed", status="seed", speedup=0.001, eval=timing)
+    )
+    experiment = {"title": "fuse", "expected_speedup_min": 1.5, "expected_speedup_max": 3}
+    archive.add(
+        CandidateRecord(
+            id="c0002",
+            parent_id="c0001",
+            iteration=1,
+            source="fused",
+            status="correct",
+            speedup=0.003,
+            experiment=experiment,
+            debug_attempts=1,
+            eval=timing,
+        )
+    )
+    archive.add(
+        CandidateRecord(
+            id="c0003",
+            parent_id="c0001",
+            iteration=1,
+            slot=1,
+            source="bad",
+            status="incorrect",
+            experiment={"title": "exp2 | silu"},
+            eval={"message": "max abs err 0.9"},
+            note="given up",
+        )
+    )
+    return archive
+
+
+def test_report_files_name_the_best_kernel_and_count_outcomes(tmp_path):
+    _archive(tmp_path)
+    calls = [LLMCall(role="selector", call_id="i1.selector", model="m", input_tokens=10, output_tokens=5, cost_usd=0.1)]
+    state = {"problem": "p", "device": "cpu", "iteration": 1, "llm_calls": calls, "stop_reason": "iterations: 1 of 1"}
+    write_report(tmp_path, state, RunContext(model="replay:x.json"))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["best_id"] == "c0002"  # the reference is the yardstick, not a kernel
+    assert summary["best_speedup"] == 0.003
+    assert summary["statuses"] == {"correct": 1, "incorrect": 1}
+    assert summary["per_role"]["selector"]["input_tokens"] == 10
+    assert summary["tokens"] == 15 and summary["timing"] == "interpreter"
+    assert (tmp_path / "best_kernel.py").read_text() == "fused"
+    report = (tmp_path / "report.md").read_text()
+    assert "![speedup over iterations](speedup.svg)" in report
+    assert "exp2 / silu" in report  # a pipe inside a cell would break the table
+    ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
+
+
+def test_lineage_tree_indents_children_under_parents(tmp_path):
+    rows = lineage_tree(_archive(tmp_path))
+    assert rows[0].startswith("c0000 [reference")
+    assert rows[1].startswith("  c0001 [seed")
+    assert rows[2].startswith("    c0002 [correct, 0.003x] fuse")
+
+
+def test_plot_draws_each_candidate_and_the_best_so_far():
+    points = [(0, 1.0, "reference", "c0000"), (0, 0.5, "seed", "c0001"), (1, 2.0, "correct", "c0002")]
+    points.append((1, None, "compile_error", "c0003"))
+    svg = ElementTree.fromstring(speedup_svg(points, title="t"))
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len(list(svg.iter(f"{ns}circle"))) == 3  # two candidates and the legend's marker
+    assert svg.find(f"{ns}polyline") is not None
+    assert any("c0003" in (p.findtext(f"{ns}title") or "") for p in svg.findall(f"{ns}path"))
