@@ -1,0 +1,50 @@
+"""EvalOptions: the knobs of one evaluation, with environment-variable fallbacks where a machine differs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name)
+    return float(value) if value else None
+
+
+def default_cache_dir() -> Path:
+    """Where builds (Triton, torch extensions), nvcc checks and timing locks persist: KS_CACHE_DIR or XDG."""
+    if os.environ.get("KS_CACHE_DIR"):
+        return Path(os.environ["KS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "kernel-scientist"
+
+
+class EvalOptions(BaseModel):
+    """How to check and time one candidate; defaults suit the graph's loop."""
+
+    trials: int = Field(3, ge=3, description="correctness trials, each on fresh inputs from its own seed")
+    seed: int = Field(42, description="base seed: parameters use it, trial i uses seed + 1000 * (i + 1)")
+    timing: bool = Field(True, description="time candidate and reference once the candidate is correct")
+    warmup_ms: float = Field(25.0, description="GPU warm-up budget before timing")
+    rep_ms: float = Field(200.0, description="GPU timing budget; the repetition count is derived from it")
+    min_reps: int = Field(20, ge=3)
+    max_reps: int = Field(2000, ge=3)
+    cpu_reps: int = Field(3, ge=1, description="repetitions under Triton's interpreter (slow; labelled so)")
+    flush_mb: int = Field(512, description="cache-flush buffer; twice MI300X's 256 MB Infinity Cache")
+    timeout_s: float = Field(120.0, gt=0, description="limit of each stage: startup, correctness, timing")
+    build_timeout_s: float = Field(600.0, gt=0, description="limit of the build stage (autotuning, nvcc)")
+    lock_timeout_s: float = Field(1800.0, gt=0, description="longest wait for the device's timing lock")
+    max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
+    peak_tflops: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_TFLOPS"))
+    peak_gbps: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_GBPS"))
+    atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")
+    rtol: float | None = None
+    output_cap_kb: int = Field(64, description="how much of a worker's stdout/stderr is kept (head and tail)")
+    max_result_mb: int = Field(4096, description="largest result a worker may send back")
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    pid_namespace: bool | None = Field(
+        default_factory=lambda: {"0": False, "1": True}.get(os.environ.get("KS_PID_NAMESPACE", "")),
+        description="run workers in their own PID namespace (own /proc); None: when `unshare` allows it",
+    )

@@ -1,0 +1,96 @@
+"""CLI: `python -m evaluators.run --problem NAME_OR_FILE --candidate FILE [--device auto|cpu|cuda] [--json]`.
+
+Exit 0 when the evaluation ran (whatever the verdict); 2 for bad usage or a broken problem (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from evaluators.evaluate import evaluate
+from evaluators.options import EvalOptions
+from evaluators.result import EvalResult
+from kernels.problem import ProblemError
+
+STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line; argparse exits 2 on bad usage."""
+    parser = argparse.ArgumentParser(prog="python -m evaluators.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--problem", required=True, help="bundled problem name or path to a KernelBench file")
+    parser.add_argument("--candidate", required=True, type=Path, help="candidate source defining ModelNew")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line of stdout")
+    parser.add_argument("--trials", type=int, default=3, help="correctness trials (at least 3)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--timeout", type=float, help="seconds allowed for each stage (build included)")
+    parser.add_argument("--no-timing", action="store_true", help="check correctness only")
+    parser.add_argument("--max-speedup", type=float, default=10.0, help="flag speedups beyond this")
+    args = parser.parse_args(argv)
+    if args.trials < 3:
+        parser.error("--trials must be at least 3")
+    if args.timeout is not None and args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    return args
+
+
+def options_from(args: argparse.Namespace) -> EvalOptions:
+    """EvalOptions from the flags; a bad combination raises ValueError."""
+    fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
+    if args.timeout is not None:
+        fields |= {"timeout_s": args.timeout, "build_timeout_s": args.timeout}
+    return EvalOptions(**fields)
+
+
+def render(result: EvalResult, console: Console) -> None:
+    """The readable summary: verdict, times, flags, and diagnostics when something failed."""
+    style = STATUS_STYLE.get(result.status, "bold magenta")
+    console.print(f"[{style}]{result.status}[/] {result.problem} ({result.config or 'own globals'}, {result.device})")
+    console.print(result.message, markup=False, highlight=False)
+    if result.runtime_ms is not None:
+        table = Table(show_header=False, box=None)
+        table.add_row("candidate", f"{result.runtime_ms:.4g} ms (spread {result.spread:.1%})")
+        table.add_row("reference", f"{result.baseline_ms:.4g} ms")
+        table.add_row("speedup", f"{result.speedup:.3g}x  [{result.timing}]")
+        if result.roofline:
+            roof = result.roofline
+            fraction = f", {roof.fraction:.1%} of the {roof.bound} roofline" if roof.fraction else ""
+            table.add_row("achieved", f"{roof.achieved_tflops:.3g} TFLOP/s, {roof.achieved_gbps:.4g} GB/s{fraction}")
+        console.print(table)
+    for flag in result.suspicious:
+        console.print(f"[yellow]suspicious:[/] {flag}", markup=True, highlight=False)
+    if result.diagnostics and result.status != "correct":
+        console.print(result.diagnostics, markup=False, highlight=False)
+    stages = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result.stages.items())
+    console.print(f"[dim]stages: {stages}[/]")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one evaluation; the exit status says whether it ran, not what it found."""
+    args = parse_args(argv)
+    try:
+        source = args.candidate.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read candidate {args.candidate}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        result = evaluate(args.problem, source, args.device, options_from(args))
+    except (ProblemError, ValueError) as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.summary_json()))
+    else:
+        render(result, Console())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

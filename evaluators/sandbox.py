@@ -1,0 +1,242 @@
+"""Run one worker in isolation: fresh process group, scratch directory, scrubbed environment, stage timeouts.
+
+The worker talks back over a framed pipe (channel.py); its stdout and stderr are kept only up to a cap.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from evaluators.channel import BLOB, MARK, ChannelError, read_frames
+from evaluators.options import EvalOptions
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PASSED_ENV = {
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "OMP_NUM_THREADS",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
+    "ROCM_PATH", "HIP_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTORCH_ROCM_ARCH",
+    # Multi-GPU hosts that forbid NVLink multicast keep these set for every program, ours included.
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+}  # fmt: skip
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+_EOF = b"E"
+
+
+class WorkerFailure(Exception):
+    """The worker timed out, died, or broke the protocol; `kind` is "timeout" or "crash"."""
+
+    def __init__(self, kind: str, stage: str, message: str, output: str):
+        super().__init__(message)
+        self.kind, self.stage, self.message, self.output = kind, stage, message, output
+
+
+class OutputCapture:
+    """Keeps the head and tail of a stream, dropping the middle, so a flood of prints costs no memory."""
+
+    def __init__(self, stream, cap_bytes: int):
+        self.head, self.tail, self.total, self.cap = bytearray(), bytearray(), 0, cap_bytes
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream) -> None:
+        for chunk in iter(lambda: stream.read1(1 << 16), b""):
+            self.total += len(chunk)
+            room = self.cap // 4 - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail = (self.tail + chunk)[-(self.cap - self.cap // 4) :]
+
+    def text(self, join_timeout: float = 0.0) -> str:
+        """Head, an elision note, tail: what a debugger reads (waiting `join_timeout` s for the stream's end)."""
+        self._thread.join(join_timeout)
+        kept = len(self.head) + len(self.tail)
+        middle = f"\n[... {self.total - kept} bytes of output dropped ...]\n" if self.total > kept else ""
+        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
+
+
+@functools.cache
+def pid_namespace_available() -> bool:
+    """Whether `unshare` can give workers their own PID namespace (and /proc) without privileges."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10)
+    return probe.returncode == 0
+
+
+_UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str) -> dict[str, str]:
+    """An environment from an allow-list, with anything named like a secret removed even if allowed."""
+    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV and not SECRET_NAME.search(k)}
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    build_dir = options.cache_dir / "builds" / toolchain
+    env |= {
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRITON_CACHE_DIR": str(build_dir / "triton"),
+        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "KS_CACHE_DIR": str(options.cache_dir),
+    }
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # for the child only: the parent may be timing on a GPU
+    return env
+
+
+class Worker:
+    """One running worker process and the parent's view of it (stage, deadline, marks, blobs)."""
+
+    def __init__(self, role: str, job: dict, candidate_source: str | None, options: EvalOptions, toolchain: str):
+        self.role, self.options = role, options
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
+        (self.scratch / "job.json").write_text(json.dumps(job))
+        if candidate_source is not None:
+            (self.scratch / "candidate.py").write_text(candidate_source)
+        chan_r, chan_w = os.pipe()
+        ctl_r, self._ctl_w = os.pipe()
+        command = [sys.executable, "-s", "-m", "evaluators.worker", "job.json", str(chan_w), str(ctl_r)]
+        use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
+        if use_ns:
+            # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
+            # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
+            command = [*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *command]
+        self.proc = subprocess.Popen(
+            command,
+            cwd=self.scratch,
+            env=worker_env(job["device"], self.scratch, options, toolchain),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(chan_w, ctl_r),
+            start_new_session=True,  # its own process group: a timeout kills everything it started
+        )
+        os.close(chan_w)
+        os.close(ctl_r)
+        self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
+        self._queue: queue.Queue = queue.Queue()
+        self.marks: dict[str, float] = {}
+        self.stage, self.stage_start = "startup", time.perf_counter()
+        self.stage_seconds: dict[str, float] = {}
+        threading.Thread(target=self._read_channel, args=(chan_r,), daemon=True).start()
+
+    def _read_channel(self, fd: int) -> None:
+        error = None
+        try:
+            for tag, payload in read_frames(fd, self.options.max_result_mb << 20):
+                self._queue.put((time.perf_counter(), tag, payload))
+        except (ChannelError, OSError) as exc:
+            error = str(exc)
+        self._queue.put((time.perf_counter(), _EOF, error))
+
+    def _limit(self, stage: str) -> float:
+        opts = self.options
+        # Startup (importing torch) runs no candidate code; a loaded machine must not turn it into a verdict.
+        limits = {
+            "startup": max(opts.timeout_s, 120.0),
+            "build": opts.build_timeout_s,
+            "lock": opts.lock_timeout_s,
+            "wait": float("inf"),
+        }
+        return limits.get(stage, opts.timeout_s)
+
+    def next_blob(self) -> bytes:
+        """The next result blob; marks on the way update the stage clock. Raises WorkerFailure."""
+        while True:
+            deadline = self.stage_start + self._limit(self.stage)
+            try:
+                at, tag, payload = self._queue.get(timeout=max(0.0, min(deadline - time.perf_counter(), 3600)))
+            except queue.Empty:
+                if time.perf_counter() < deadline:
+                    continue
+                limit = self._limit(self.stage)
+                self.kill()
+                raise WorkerFailure(
+                    "timeout", self.stage, f"{self.stage} stage exceeded its {limit:g} s limit", self.output_text()
+                ) from None
+            if tag == BLOB:
+                self.stage_seconds[self.stage] = at - self.stage_start
+                return payload
+            if tag == MARK:
+                self._on_mark(at, payload.decode(errors="replace"))
+                continue
+            raise self._died(payload)
+
+    def _on_mark(self, at: float, text: str) -> None:
+        if text.startswith("stage:"):
+            self.stage_seconds[self.stage] = at - self.stage_start
+            self.stage, self.stage_start = text.removeprefix("stage:"), at
+        else:
+            self.marks.setdefault(text, at)  # the first one counts: later copies may be forged
+
+    def _died(self, channel_error: str | None) -> WorkerFailure:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        if channel_error:
+            what = f"broke the result channel ({channel_error})"
+        elif code < 0 or code > 128:
+            number = -code if code < 0 else code - 128
+            what = f"was killed by {_signal_name(number)}"
+        elif code == 0:
+            what = "exited with status 0 before finishing (os._exit or sys.exit in candidate code?)"
+        else:
+            what = f"exited with status {code}"
+        self.kill()
+        message = f"the {self.role} process {what} during {self.stage}"
+        return WorkerFailure("crash", self.stage, message, self.output_text())
+
+    def output_text(self, settle_s: float = 0.0) -> str:
+        """The worker's captured output, complete if it exits within `settle_s` seconds."""
+        try:
+            self.proc.wait(timeout=settle_s)
+        except subprocess.TimeoutExpired:
+            return self.output.text()
+        return self.output.text(join_timeout=2.0)
+
+    def go(self) -> None:
+        """Let the worker continue past its correctness checkpoint (to timing)."""
+        os.write(self._ctl_w, b"g")
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def close(self) -> None:
+        """Kill what is left and remove the scratch directory."""
+        self.kill()
+        try:
+            os.close(self._ctl_w)
+        except OSError:
+            pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"

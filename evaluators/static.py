@@ -1,0 +1,125 @@
+"""Static checks on a candidate's source, before anything runs: syntax, ModelNew, and patterns worth a flag."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+# Module attributes a candidate has no business replacing: comparison, clocks, synchronization.
+GUARDED_MODULES = {"torch", "time", "triton", "np", "numpy", "F", "nn", "cuda", "testing", "Event", "Tensor"}
+STREAM_OR_THREAD_CALLS = {
+    "Stream": "creates a CUDA stream",
+    "stream": "switches CUDA streams",
+    "ExternalStream": "creates a CUDA stream",
+    "Thread": "starts a thread",
+    "ThreadPoolExecutor": "starts a thread pool",
+    "ProcessPoolExecutor": "starts processes",
+    "Process": "starts a process",
+    "fork": "forks a process",
+    "Popen": "starts a process",
+}
+INTROSPECTION_CALLS = {
+    "get_objects": "scans the garbage collector's objects",
+    "get_referrers": "scans the garbage collector's objects",
+    "_getframe": "inspects interpreter frames",
+    "currentframe": "inspects interpreter frames",
+    "stack": "inspects interpreter frames",
+}
+TORCH_NAMES = {"torch", "F", "nn", "Model"}
+
+
+@dataclass
+class StaticReport:
+    """What the static stage found: a fatal error (compile_error) or flags."""
+
+    error: str | None = None
+    suspicious: list[str] = field(default_factory=list)
+
+
+def check_source(source: str) -> StaticReport:
+    """Parse the candidate and collect flags; a syntax error or a missing ModelNew is fatal."""
+    try:
+        tree = ast.parse(source, filename="candidate.py")
+    except SyntaxError as exc:
+        return StaticReport(error=f"syntax error at line {exc.lineno}: {exc.msg}")
+    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        return StaticReport(error="the candidate does not define class ModelNew at top level")
+    flags: list[str] = []
+    if not _has_custom_kernel(tree, source):
+        flags.append("no custom kernel: no @triton.jit kernel, load_inline or __global__ function")
+    for node in ast.walk(tree):
+        flags.extend(_node_flags(node))
+    return StaticReport(suspicious=list(dict.fromkeys(flags)))
+
+
+def _has_custom_kernel(tree: ast.Module, source: str) -> bool:
+    if "__global__" in source:
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_dotted(d.func if isinstance(d, ast.Call) else d).endswith("jit") for d in node.decorator_list):
+                return True
+        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in {"load_inline", "load"}:
+            if "cpp_extension" in source or "load_inline" in source:
+                return True
+    return False
+
+
+def _node_flags(node: ast.AST) -> list[str]:
+    line = getattr(node, "lineno", "?")
+    if isinstance(node, ast.Try) and any(_mentions_torch(h) for h in node.handlers):
+        return [f"try/except with a PyTorch fallback at line {line}"]
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [_patch_flag(_dotted(t), line) for t in targets if _is_guarded_attribute(t)]
+    if isinstance(node, ast.Call):
+        name = _dotted(node.func)
+        last = name.split(".")[-1]
+        if last == "setattr" and node.args and _dotted(node.args[0]).split(".")[0] in GUARDED_MODULES:
+            return [_patch_flag(f"{_dotted(node.args[0])}.<attr>", line)]
+        if last in STREAM_OR_THREAD_CALLS and _plausible_owner(name, last):
+            return [f"{STREAM_OR_THREAD_CALLS[last]} at line {line} ({name})"]
+        if last in INTROSPECTION_CALLS and name.split(".")[0] in {"gc", "sys", "inspect"}:
+            return [f"{INTROSPECTION_CALLS[last]} at line {line} ({name})"]
+        if name in {"os.getenv", "os.environ.get"}:
+            return [f"reads environment variables at line {line}"]
+    if isinstance(node, ast.Attribute) and node.attr in {"f_back", "f_locals", "f_globals"}:
+        return [f"inspects interpreter frames at line {line} (.{node.attr})"]
+    if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+        return [f"reads environment variables at line {line}"]
+    return []
+
+
+def _plausible_owner(name: str, last: str) -> bool:
+    # `stream` alone is a common variable name; only flag it as torch.cuda.stream / cuda.stream.
+    if last in {"stream", "Stream", "ExternalStream"}:
+        return "cuda" in name or "torch" in name
+    return True
+
+
+def _patch_flag(target: str, line) -> str:
+    return f"replaces {target} at line {line} (monkey-patching a library)"
+
+
+def _is_guarded_attribute(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and _dotted(target).split(".")[0] in GUARDED_MODULES
+
+
+def _mentions_torch(handler: ast.ExceptHandler) -> bool:
+    for node in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
+        if isinstance(node, ast.Name) and node.id in TORCH_NAMES:
+            return True
+        if isinstance(node, ast.Call) and _dotted(node.func).startswith("super"):
+            return True
+    return False
+
+
+def _dotted(node: ast.AST) -> str:
+    """`torch.cuda.Stream` for an attribute chain; '' for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return ""

@@ -1,0 +1,13 @@
+"""Broken: an indexing error inside forward."""
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return x * self.weight[: x.shape[1] // 2] + 1.0

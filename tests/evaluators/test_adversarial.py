@@ -1,0 +1,64 @@
+"""Adversarial and broken candidates, each with the verdict it deserves (CPU, Triton interpreter)."""
+
+import pytest
+
+# (candidate, status, a fragment of the one-line message, a fragment of some `suspicious` entry or None)
+VERDICTS = [
+    ("good_triton", "correct", "correct", None),
+    ("torch_only", "correct", "correct", "no custom kernel"),
+    ("torch_fallback", "correct", "correct", "try/except with a PyTorch fallback"),
+    ("cache_across_calls", "incorrect", "trial 1 (seed 2042, uniform inputs)", None),
+    ("modify_inputs", "incorrect", "modified input(s) [0] in place", None),
+    ("steal_via_gc", "incorrect", "trial 0", "garbage collector"),
+    ("steal_via_frames", "incorrect", "trial 0", "inspects interpreter frames"),
+    ("patch_comparisons", "incorrect", "max abs err", "replaces torch.allclose"),
+    ("wrong_shape", "incorrect", "shape (64, 8) found, (8, 64) expected", None),
+    ("nan_output", "incorrect", "1 NaN and 0 Inf where the reference is finite (first at (1, 2))", None),
+    ("off_by_tolerance", "incorrect", "beyond atol=0.0001 rtol=0.0001", None),
+    ("syntax_error", "compile_error", "syntax error at line 7", None),
+    ("no_modelnew", "compile_error", "does not define class ModelNew", None),
+    ("import_error", "compile_error", "No module named 'kernel_helpers_that_do_not_exist'", None),
+    ("raises", "runtime_error", "runtime_error in correctness: RuntimeError", None),
+    ("segfault", "runtime_error", "killed by SIGSEGV", None),
+    ("abort", "runtime_error", "killed by SIGABRT", None),
+    ("os_exit", "runtime_error", "exited with status 0 before finishing", None),
+    ("hang", "timeout", "correctness stage exceeded its 3 s limit", None),
+]
+
+
+@pytest.mark.parametrize(("name", "status", "message", "flag"), VERDICTS, ids=[v[0] for v in VERDICTS])
+def test_verdict(run_cpu, name, status, message, flag):
+    result = run_cpu(name, timeout_s=3)
+    assert result.status == status, result.message
+    assert message in result.message
+    if flag is None:
+        assert not [s for s in result.suspicious if "no custom kernel" not in s]
+    else:
+        assert any(flag in s for s in result.suspicious), result.suspicious
+
+
+def test_mismatch_diagnostics_name_trial_error_and_place(run_cpu):
+    result = run_cpu("off_by_tolerance")
+    assert "trial 0 (seed 1042, normal inputs)" in result.diagnostics
+    assert "worst at (" in result.diagnostics and "found" in result.diagnostics and "expected" in result.diagnostics
+
+
+def test_flood_of_output_is_capped(run_cpu):
+    result = run_cpu("flood_output", output_cap_kb=16)
+    assert result.status == "runtime_error"
+    assert "done flooding" in result.message
+    assert "bytes of output dropped" in result.diagnostics
+    assert len(result.diagnostics) < 64 * 1024
+
+
+def test_environment_secrets_are_not_visible(run_cpu, monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", "fake-google-key-for-tests")
+    monkeypatch.setenv("HF_TOKEN", "fake-hf-token")
+    result = run_cpu("env_snoop")
+    assert result.status == "correct", result.diagnostics
+    assert "fake-google-key" not in result.diagnostics
+
+
+def test_compile_error_carries_traceback(run_cpu):
+    result = run_cpu("import_error")
+    assert "Traceback" in result.diagnostics
