@@ -34,9 +34,17 @@ SETTINGS_FILE = "run.json"
 RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "max_concurrency")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Reports bad usage as one line on stderr and exits 2."""
+
+    def error(self, message: str):
+        """Print `prog: error: message` and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     """The CLI's flags; defaults of None mean "not given", so a resumed run keeps its own settings."""
-    p = argparse.ArgumentParser(prog="python -m graph.run", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m graph.run", description=__doc__.splitlines()[0])
     p.add_argument("--problem", help=f"bundled problem name or problem file (default {DEFAULT_PROBLEM})")
     p.add_argument("--model", help=f"provider:model or replay:CASSETTE (default {DEFAULT_MODEL}, or the demo)")
     p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
@@ -188,7 +196,13 @@ def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, conso
     """Run the graph with live progress; returns the final state."""
     with Progress(console, ctx.iterations) as progress:
         for namespace, mode, chunk in graph.stream(
-            graph_input, config, context=ctx, stream_mode=["updates", "custom"], subgraphs=True
+            # "sync": a step's checkpoint is on disk before the next step starts, so a crash loses no finished work.
+            graph_input,
+            config,
+            context=ctx,
+            stream_mode=["updates", "custom"],
+            subgraphs=True,
+            durability="sync",
         ):
             progress.handle(namespace, mode, chunk)
     return graph.get_state(config).values

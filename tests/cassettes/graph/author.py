@@ -132,6 +132,14 @@ WARPS = experiment(
     1.1,
     "low",
 )
+ONE_ROW = experiment(
+    "One row per program everywhere",
+    "Drop the single-program path for small problems: always launch one program per row.",
+    "More programs in flight hide memory latency better, whatever the problem size.",
+    0.95,
+    1.1,
+    "low",
+)
 FIRST_RULE = "0 is the most innovative; 1 has the highest maximum expected speedup of the rest."
 
 
@@ -147,9 +155,9 @@ def edges_cassette() -> dict:
         # A malformed first answer: the id is not one of those offered; the retry (".r1") is valid.
         call("i2.selector", selection("fused", None, "The fused kernel.", preamble="Picking the fused kernel.\n")),
         call("i2.selector.r1", selection("c0002", None, "c0002, the fused kernel, is the fastest correct version.")),
-        call("i2.hypothesizer", hypotheses([TILED, BIG_BLOCKS, EVICT], [0, 1], FIRST_RULE)),
+        call("i2.hypothesizer", hypotheses([TILED, ONE_ROW, EVICT], [0, 1], FIRST_RULE)),
         call("i2.s0.implementer.a0", code(kernel("column_tiled"), "The row is now streamed in 64-wide tiles.")),
-        call("i2.s1.implementer.a0", code(kernel("seed_big_blocks"), "Larger blocks for the elementwise stages.")),
+        call("i2.s1.implementer.a0", code(kernel("row_per_program"), "Every row now gets its own program.")),
     ]
     return header("Test cassette for tests/graph: every edge of the graph on fused_residual_norm's cpu shapes.", calls)
 

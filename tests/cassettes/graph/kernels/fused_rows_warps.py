@@ -36,9 +36,10 @@ class ModelNew(nn.Module):
         x, residual, gate = x.contiguous(), residual.contiguous(), gate.contiguous()
         n_rows, n_cols = x.shape
         block_h = triton.next_power_of_2(n_cols)
-        # A wide model keeps one row per program (enough programs to fill the GPU); narrow rows share one.
-        rows = max(1, min(16, 4096 // block_h))
-        # About 16 elements per thread per tensor: 4 warps for 1k-wide rows, 16 for 4k and wider.
+        # A problem that fits in one 16K-element tile is launch bound: one program does it all. Otherwise one
+        # row per program gives the GPU thousands of programs to spread over its SMs.
+        rows = triton.next_power_of_2(n_rows) if n_rows * block_h <= 16384 else 1
+        # About 16 elements per thread per tensor: 4 warps for 1k-wide tiles, 16 for 4k and wider.
         warps = max(4, min(16, rows * block_h // 256))
         out = torch.empty_like(x)
         grid = (triton.cdiv(n_rows, rows),)
