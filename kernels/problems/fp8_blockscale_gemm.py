@@ -6,8 +6,9 @@ scale per 128 x 128 block of B. C (m, n) is bf16. The reference dequantizes into
 Shapes: gpu m=1024, n=1536, k=7168 (a competition shape); cpu m=48, n=256, k=384 (m not a tile multiple).
 n and k must be multiples of 128. Scales are positive (uniform in [0.5, 1.5]); b_scale also carries 1/sqrt(k)
 so C has about unit variance.
-Tolerance: ATOL 1e-3, RTOL 2e-2, the competition's: fp8 products are exact in fp32, so what remains is the
-bf16 rounding of C (relative 0.4%) and the order of fp32 accumulation.
+Tolerance: ATOL 1e-3 (a thousandth of C's spread), RTOL 2e-2 (five bf16 steps): C is rounded to bf16, and
+Hopper sums FP8 products in a reduced-precision accumulator between promotions to fp32, which heavy-tailed
+inputs expose. (The competition used RTOL 1e-2, ATOL 5e-4 on a C of spread ~85: unit-normal scales, no 1/sqrt(k).)
 Roofline: 2*m*n*k FLOPs for the matrix-core work (the 3*m*n*k/128 scale FLOPs, 1.2%, are left out);
 A and B one byte per element, both scales fp32, C bf16, each moved once.
 """
