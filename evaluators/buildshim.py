@@ -48,7 +48,8 @@ def check_cuda_source(source: str, cache_dir: Path) -> None:
         verdict = _run_nvcc(nvcc, source, record.parent / digest)
         record.write_text(json.dumps(verdict))
     if not verdict["ok"]:
-        raise BuildFailure(f"nvcc failed:\n{verdict['log'][-4000:]}")
+        errors = [line for line in verdict["log"].splitlines() if "error" in line] or ["see the log"]
+        raise BuildFailure(f"nvcc failed: {errors[0].strip()}\n{verdict['log'][-4000:]}")
     raise UnsupportedOnDevice("CUDA C++ compiles with nvcc (checked), but it cannot run on cpu")
 
 

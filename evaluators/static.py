@@ -81,12 +81,14 @@ def _node_flags(node: ast.AST) -> list[str]:
             return [f"{STREAM_OR_THREAD_CALLS[last]} at line {line} ({name})"]
         if last in INTROSPECTION_CALLS and name.split(".")[0] in {"gc", "sys", "inspect"}:
             return [f"{INTROSPECTION_CALLS[last]} at line {line} ({name})"]
-        if name in {"os.getenv", "os.environ.get"}:
+        if name in {"os.getenv", "os.getenvb"}:
             return [f"reads environment variables at line {line}"]
     if isinstance(node, ast.Attribute) and node.attr in {"f_back", "f_locals", "f_globals"}:
         return [f"inspects interpreter frames at line {line} (.{node.attr})"]
-    if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+    if isinstance(node, ast.Attribute) and _dotted(node) in {"os.environ", "os.environb"}:
         return [f"reads environment variables at line {line}"]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "/proc/" in node.value:
+        return [f"reads /proc (other processes' state) at line {line}"]
     return []
 
 

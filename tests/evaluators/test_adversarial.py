@@ -1,5 +1,8 @@
 """Adversarial and broken candidates, each with the verdict it deserves (CPU, Triton interpreter)."""
 
+import os
+import shutil
+
 import pytest
 
 # (candidate, status, a fragment of the one-line message, a fragment of some `suspicious` entry or None)
@@ -62,3 +65,22 @@ def test_environment_secrets_are_not_visible(run_cpu, monkeypatch):
 def test_compile_error_carries_traceback(run_cpu):
     result = run_cpu("import_error")
     assert "Traceback" in result.diagnostics
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+
+@needs_nvcc
+def test_broken_cuda_source_is_a_compile_error_on_cpu(run_cpu):
+    result = run_cpu("load_inline_cuda_broken", build_timeout_s=300)
+    assert result.status == "compile_error", result.message
+    assert "undeclared_shift" in result.diagnostics
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("KS_SLOW_TESTS"), reason="compiling torch headers with nvcc takes minutes")
+def test_good_cuda_source_is_checked_then_reported_unsupported_on_cpu(run_cpu):
+    result = run_cpu("load_inline_cuda", build_timeout_s=600)
+    assert result.status == "runtime_error"
+    assert result.message.startswith("unsupported on this device") and "compiles with nvcc" in result.message

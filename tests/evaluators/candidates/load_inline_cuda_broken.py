@@ -1,31 +1,33 @@
-"""CUDA C++ through load_inline: with a compile error (an undeclared name)."""
+"""Broken CUDA C++ through load_inline: an undeclared name in the kernel (nvcc rejects it)."""
 
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
+# The launcher takes raw pointers, so this file needs no torch headers and nvcc checks it in about a second.
 CUDA_SOURCE = r"""
-#include <torch/extension.h>
-
 __global__ void scale_shift_kernel(const float* x, const float* w, float* y, int rows, int cols) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < rows * cols) y[i] = x[i] * w[i % cols] + undeclared_value;
+    if (i < rows * cols) y[i] = x[i] * w[i % cols] + undeclared_shift;
 }
 
+void launch_scale_shift(const float* x, const float* w, float* y, int rows, int cols) {
+    scale_shift_kernel<<<(rows * cols + 255) / 256, 256>>>(x, w, y, rows, cols);
+}
+"""
+
+CPP_SOURCE = r"""
+#include <torch/extension.h>
+void launch_scale_shift(const float* x, const float* w, float* y, int rows, int cols);
 torch::Tensor scale_shift(torch::Tensor x, torch::Tensor w) {
     auto y = torch::empty_like(x);
-    int rows = x.size(0), cols = x.size(1);
-    int threads = 256, blocks = (rows * cols + threads - 1) / threads;
-    scale_shift_kernel<<<blocks, threads>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), rows, cols);
+    launch_scale_shift(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1));
     return y;
 }
 """
 
 module = load_inline(
-    name="scale_shift",
-    cpp_sources="torch::Tensor scale_shift(torch::Tensor x, torch::Tensor w);",
-    cuda_sources=CUDA_SOURCE,
-    functions=["scale_shift"],
+    name="scale_shift_broken", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE, functions=["scale_shift"]
 )
 
 

@@ -1,0 +1,31 @@
+"""The worker's environment and output capture, checked without starting a worker."""
+
+import io
+from pathlib import Path
+
+from evaluators.options import EvalOptions
+from evaluators.sandbox import OutputCapture, worker_env
+
+
+def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):
+    monkeypatch.setenv("GOOGLE_API_KEY", "fake")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("SOME_OTHER_VARIABLE", "x")
+    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    assert "GOOGLE_API_KEY" not in env and "SOME_OTHER_VARIABLE" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert env["HOME"] == str(tmp_path) and env["TRITON_INTERPRET"] == "1"
+    assert not any("KEY" in k or "TOKEN" in k for k in env)
+
+
+def test_interpreter_is_set_for_cpu_workers_only(tmp_path):
+    env = worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    assert "TRITON_INTERPRET" not in env
+    assert Path(env["TRITON_CACHE_DIR"]).parent.name == "tc"
+
+
+def test_capture_keeps_head_and_tail():
+    stream = io.BufferedReader(io.BytesIO(b"START" + b"x" * 100_000 + b"END"))
+    text = OutputCapture(stream, cap_bytes=1000).text(join_timeout=5)
+    assert text.startswith("START") and text.endswith("END")
+    assert "bytes of output dropped" in text and len(text) < 1200

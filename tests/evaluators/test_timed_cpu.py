@@ -1,0 +1,43 @@
+"""Timed evaluations on cpu (Triton's interpreter): numbers are labelled, clocks cannot be fooled."""
+
+import pytest
+
+from evaluators import evaluate
+from kernels.problem import ProblemError
+from tests.evaluators.conftest import PROBLEM, candidate
+
+
+def test_timed_candidate_reports_interpreter_timings_and_roofline(run_cpu):
+    result = run_cpu("good_triton", timing=True)
+    assert result.status == "correct", result.diagnostics
+    assert result.timing == "interpreter"
+    assert result.runtime_ms > 0 and result.baseline_ms > 0
+    assert result.speedup == pytest.approx(result.baseline_ms / result.runtime_ms)
+    assert result.roofline.flops == 2 * 8 * 64 and result.roofline.fraction is None
+    assert {"static", "startup", "build", "correctness", "timing"} <= set(result.stages)
+    assert "interpreter" in result.message
+
+
+def test_patched_library_clocks_change_nothing(run_cpu):
+    result = run_cpu("patch_clocks", timing=True)
+    assert result.status == "correct"
+    assert result.runtime_ms >= 50  # it sleeps 50 ms per call, whatever its patched clocks say
+    assert result.speedup < 1
+    assert any("time.perf_counter" in s for s in result.suspicious)
+
+
+def test_patched_evaluator_clock_is_caught_by_the_wall_clock(run_cpu):
+    result = run_cpu("patch_evaluator_clock", timing=True)
+    assert result.status == "correct"
+    assert any("wall clock" in s for s in result.suspicious), result.suspicious
+    assert result.runtime_ms >= 50
+
+
+def test_broken_problem_is_not_the_candidates_fault(cache_dir):
+    with pytest.raises(ProblemError, match="broken on purpose"):
+        evaluate(str(PROBLEM.with_name("broken_import.py")), candidate("torch_only"), "cpu")
+
+
+def test_unknown_device_is_bad_input():
+    with pytest.raises(ValueError, match="unknown device"):
+        evaluate(str(PROBLEM), candidate("torch_only"), "tpu")
