@@ -4,8 +4,9 @@ Inputs: A (m, k) and B (n, k) in FP8 e4m3 (float8_e4m3fnuz on ROCm, as MI300 use
 a_scale (m, k/128) fp32, one scale per row and 128-wide block of k, and b_scale (n/128, k/128) fp32, one
 scale per 128 x 128 block of B. C (m, n) is bf16. The reference dequantizes into fp32 and multiplies in fp32.
 Shapes: gpu m=1024, n=1536, k=7168 (a competition shape); cpu m=48, n=256, k=384 (m not a tile multiple).
-n and k must be multiples of 128. Scales are positive (uniform in [0.5, 1.5]); b_scale also carries 1/sqrt(k)
-so C has about unit variance.
+n and k must be multiples of 128, and all tensors are row-major (the competition passed A, B and the
+scales column-major and allowed a partial last block of n). Scales are positive (uniform in [0.5, 1.5]);
+b_scale also carries 1/sqrt(k) so C has about unit variance.
 Tolerance: ATOL 1e-3 (a thousandth of C's spread), RTOL 2e-2 (five bf16 steps): C is rounded to bf16, and
 Hopper sums FP8 products in a reduced-precision accumulator between promotions to fp32, which heavy-tailed
 inputs expose. (The competition used RTOL 1e-2, ATOL 5e-4 on a C of spread ~85: unit-normal scales, no 1/sqrt(k).)
