@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run or resume a scientist run; returns the process exit code."""
     p = parser()
     args = p.parse_args(argv)
-    console = Console(stderr=False, highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     if args.resume:
         run_id = args.resume
         run_dir = args.out or lab.RUNS_DIR / run_id
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             final = stream(graph, None if args.resume else {}, config, ctx, console)
         except FatalLLMError as error:
-            console.print(f"error: {error}", style="bold red", markup=False)
+            print(f"error: {error}", file=sys.stderr)
             console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
             return 3
         except KeyboardInterrupt:
