@@ -37,6 +37,7 @@ class EvalResult(BaseModel):
     diagnostics: str = ""
     device: str = "cpu"
     timing: Literal["cuda-events", "interpreter"] | None = None
+    reps: int | None = Field(None, description="timed repetitions of the candidate")
     roofline: Roofline | None = None
     stages: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
     source_hash: str = ""

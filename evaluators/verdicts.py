@@ -77,6 +77,7 @@ def apply_timing(result: EvalResult, timing, marks, reference, reference_marks, 
     result.runtime_ms, result.baseline_ms, result.spread = runtime, baseline, spread
     result.speedup = baseline / runtime if runtime > 0 else None
     result.timing = timing.meta["label"]
+    result.reps = len(timing.meta["times_ms"])
     if result.speedup and result.speedup > options.max_speedup:
         result.suspicious.append(f"speedup {result.speedup:.1f}x is beyond the plausible {options.max_speedup:g}x")
     work = expected.meta.get("roofline")
