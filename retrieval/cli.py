@@ -26,15 +26,16 @@ def build_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     stderr = Console(stderr=True)
-    columns = (TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, console=stderr, transient=True) as progress:
             task = progress.add_task("", total=None)
-            report = build_index(
-                args.paths or None,
-                args.index_dir,
-                progress=lambda done, total, name: progress.update(task, completed=done, total=total, description=name),
-            )
+
+            def show(stage: str, done: int, total: int) -> None:
+                unit = "files" if stage == "reading" else "chunks"
+                progress.update(task, completed=done, total=total, description=f"{stage} {unit}")
+
+            report = build_index(args.paths or None, args.index_dir, progress=show)
     except ManifestError as error:
         print(f"retrieval.build: {error}", file=sys.stderr)
         return 1

@@ -12,7 +12,8 @@ from retrieval.documents import SUPPORTED_SUFFIXES, DocumentError, read_document
 from retrieval.manifest import IndexedChunk, IndexedFile, Manifest, load_manifest, save_manifest
 from retrieval.vectors import VectorStore
 
-Progress = Callable[[int, int, str], None]
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+EMBED_BATCH = 128
 
 
 @dataclass
@@ -58,11 +59,16 @@ def build_index(
     vectors = VectorStore(directory, embedding_function)
     vectors.reconcile(manifest)
 
+    stale: list[tuple[str, IndexedFile]] = []
     for done, (path, shown) in enumerate(files, start=1):
         if progress:
-            progress(done, len(files), shown)
-        _index_file(path, shown, manifest, vectors, report)
-    for shown in sorted(set(manifest.files) - {shown for _, shown in files}):
+            progress("reading", done, len(files))
+        entry = _index_file(path, shown, manifest, report)
+        if entry is not None:
+            stale.append((shown, entry))
+    report.embedded_chunks = _embed(stale, vectors, progress)
+    # Files gone from disk, and files that stopped being readable, must not leave their old text behind.
+    for shown in sorted(set(manifest.files) - {*report.added, *report.updated, *report.unchanged}):
         vectors.delete(shown)
         del manifest.files[shown]
         report.removed.append(shown)
@@ -74,27 +80,38 @@ def build_index(
     return report
 
 
-def _index_file(path: Path, shown: str, manifest: Manifest, vectors: VectorStore, report: BuildReport) -> None:
+def _index_file(path: Path, shown: str, manifest: Manifest, report: BuildReport) -> IndexedFile | None:
+    """Update the manifest for one file; the entry whose vectors must be (re)made, or None."""
     old = manifest.files.get(shown)
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if old is not None and old.hash == digest:
             report.unchanged.append(shown)
-            if not old.embedded:
-                report.embedded_chunks += vectors.replace(shown, old, _warn)
-            return
+            return None if old.embedded else old
         entry = _read(path, shown, digest)
     except (DocumentError, OSError) as error:
         message = str(error) if isinstance(error, DocumentError) else f"{shown}: cannot read ({error.strerror})"
         report.skipped.append(message)
-        # A file that stopped being readable must not leave its old text behind.
-        if old is not None:
-            vectors.delete(shown)
-            del manifest.files[shown]
-        return
-    report.embedded_chunks += vectors.replace(shown, entry, _warn)
+        return None
     manifest.files[shown] = entry
     (report.updated if old is not None else report.added).append(shown)
+    return entry
+
+
+def _embed(stale: list[tuple[str, IndexedFile]], vectors: VectorStore, progress: Progress | None) -> int:
+    """Re-embed files in batches of about EMBED_BATCH chunks: the model runs far faster on full batches."""
+    total = sum(len(entry.chunks) for _, entry in stale)
+    embedded, done, batch = 0, 0, []
+    for position, (shown, entry) in enumerate(stale):
+        batch.append((shown, entry))
+        size = sum(len(e.chunks) for _, e in batch)
+        if size >= EMBED_BATCH or position == len(stale) - 1:
+            embedded += vectors.replace(batch, _warn)
+            done += size
+            batch = []
+            if progress:
+                progress("embedding", done, total)
+    return embedded
 
 
 def _read(path: Path, shown: str, digest: str) -> IndexedFile:

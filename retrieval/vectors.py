@@ -59,28 +59,30 @@ class VectorStore:
                 entry.embedded = False
         manifest.embedding = name
 
-    def replace(self, shown: str, entry: IndexedFile, warn: Callable[[str], None]) -> int:
-        """Replace a file's vectors with those of `entry`; the number of chunks embedded (0 without a model)."""
-        self.delete(shown)
-        entry.embedded = False
+    def replace(self, files: list[tuple[str, IndexedFile]], warn: Callable[[str], None]) -> int:
+        """Replace the vectors of each (name, entry) with the entry's; the chunks embedded (0 without a model)."""
+        for shown, entry in files:
+            self.delete(shown)
+            entry.embedded = False
+        chunks = [(shown, entry, chunk) for shown, entry in files for chunk in entry.chunks]
         if not self.available:
             return 0
-        texts = [context_text(entry.title, chunk.section, chunk.text) for chunk in entry.chunks]
-        if texts:
+        if chunks:
             try:
-                embeddings = self.embedding_function(texts)
+                embeddings = self.embedding_function([context_text(e.title, c.section, c.text) for _, e, c in chunks])
             except EmbeddingUnavailable as error:
                 self.available = False
                 warn(f"{error}; indexing for lexical search only")
                 return 0
             self.collection.add(
-                ids=[chunk.id for chunk in entry.chunks],
+                ids=[chunk.id for _, _, chunk in chunks],
                 embeddings=embeddings,
-                documents=[chunk.text for chunk in entry.chunks],
-                metadatas=[_metadata(shown, entry, chunk.section) for chunk in entry.chunks],
+                documents=[chunk.text for _, _, chunk in chunks],
+                metadatas=[_metadata(shown, entry, chunk.section) for shown, entry, chunk in chunks],
             )
-        entry.embedded = True
-        return len(texts)
+        for _, entry in files:
+            entry.embedded = True
+        return len(chunks)
 
     def delete(self, shown: str) -> None:
         """Remove every vector of one file."""

@@ -114,3 +114,20 @@ def test_missing_path_and_broken_pdf_are_skipped_the_rest_indexed(corpus, index_
     assert len(report.skipped) == 2
     assert any("no-such-dir: no such file or directory" in message for message in report.skipped)
     assert any("broken.pdf: unreadable PDF" in message for message in report.skipped)
+
+
+def test_file_that_becomes_unreadable_leaves_the_index(corpus, index_dir, embedding, make_pdf):
+    paper = corpus / "paper.pdf"
+    paper.write_bytes(make_pdf(["Persistent kernels loop over tiles"]))
+    build_index([corpus], index_dir, embedding_function=embedding)
+    paper.write_bytes(b"%PDF-1.4 overwritten by a failed download")
+    report = build_index([corpus], index_dir, embedding_function=embedding)
+    assert report.removed == [paper.as_posix()] and "unreadable PDF" in report.skipped[0]
+    assert paper.as_posix() not in _vector_paths(index_dir, embedding)
+
+
+def test_progress_reports_reading_then_embedding(corpus, index_dir, embedding):
+    seen = []
+    build_index([corpus], index_dir, embedding_function=embedding, progress=lambda *step: seen.append(step))
+    assert seen[0] == ("reading", 1, FILES) and seen[FILES - 1] == ("reading", FILES, FILES)
+    assert seen[-1][0] == "embedding" and seen[-1][1] == seen[-1][2] == embedding.embedded
