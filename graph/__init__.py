@@ -1,1 +1,21 @@
-"""The LangGraph state machine of the scientist: state, nodes, edges, the run CLI and its report."""
+"""The LangGraph state machine of the scientist: state, nodes, edges, the run CLI and its report.
+
+Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled without a checkpointer):
+
+    START -> setup -> selector -> hypothesizer -> experiment x N (Send, in parallel) -> record -> selector | report
+    experiment (a subgraph per chosen experiment): implementer -> evaluate -> debugger -> evaluate ... -> END
+    setup -> report when no iteration is allowed; hypothesizer -> record when its answer stays malformed
+
+- evaluate routes compile_error / runtime_error / incorrect / timeout to the debugger while its attempts are below
+  `max_debug_attempts`, then ends the experiment; a correct candidate ends it at once (graph.routing).
+- record archives the iteration's candidates (kernels/archive.py, `<run_dir>/archive.jsonl`, idempotent on
+  resume) and goes back to the selector while every budget has room (iterations, tokens, dollars, wall time).
+- Settings are the context schema `graph.context.RunContext` (Studio shows them as a form); parallelism is the
+  run config's `max_concurrency`; with several GPUs, slot k evaluates on cuda:(k mod count).
+- LLM call ids: f"i{iteration}.selector", f"i{iteration}.hypothesizer", f"i{iteration}.s{slot}.implementer.a0",
+  f"i{iteration}.s{slot}.debugger.a{attempt}" (attempt from 1), so cassettes replay parallel slots exactly.
+- `python -m graph.run` (graph.run): runs or resumes (`--resume RUN_ID`) a run under runs/<run_id>, with a
+  SqliteSaver at `<run_dir>/checkpoints.sqlite` (thread id = run id) and settings in `<run_dir>/run.json`;
+  writes best_kernel.py, summary.json, speedup.svg and report.md (graph.report). Exit 0 done, 2 bad usage,
+  3 fatal LLM error (FatalLLMError: the archive and checkpoints are kept), 130 interrupted.
+"""

@@ -159,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         ctx, concurrency, banner = new_settings(args, p)
         run_dir = args.out or lab.RUNS_DIR / lab.new_run_id(ctx.problem)
         run_id = run_dir.name
+        if (run_dir / SETTINGS_FILE).exists():
+            p.error(f"{run_dir} already holds a run; continue it with --resume {run_id} --out {run_dir}")
         if banner:
             console.print(banner, style="bold yellow")
         ctx.run_dir = str(run_dir)

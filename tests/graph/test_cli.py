@@ -41,6 +41,12 @@ def test_the_demo_cassette_is_refused_for_another_problem(capsys, monkeypatch):
     assert code == 2 and "demo cassette is for fused_residual_norm" in err
 
 
+def test_a_new_run_refuses_a_directory_that_holds_one(capsys, tmp_path):
+    (tmp_path / "run.json").write_text("{}")
+    code, err = _usage_error(capsys, "--model", f"replay:{CASSETTES / 'short.json'}", "--out", str(tmp_path))
+    assert code == 2 and "already holds a run" in err
+
+
 def test_help_lists_the_flags(capsys):
     with pytest.raises(SystemExit) as exit_info:
         run.main(["--help"])

@@ -49,8 +49,9 @@ def test_resume_repeats_no_finished_evaluation_and_loses_none(edges_run):
     assert edges_run["archived_before"] == 2  # reference and seed; iteration 1 was in flight
     assert not before & set(after), "a candidate evaluated before the crash was evaluated again"
     assert len(after) == len(set(after))
-    # seed + 4 evaluations in iteration 1 + 2 in iteration 2: each finished exactly once, before or after
-    assert len(before) + len(after) == 7
+    # seed + 4 evaluations in iteration 1 + 2 in iteration 2, none lost. (A thread the crash left running may
+    # finish and be checkpointed after it: counted in neither `before` nor `after`, which a dead process never does.)
+    assert len(set(edges_run["first"].sources) | set(after)) == 7
     records = Archive(edges_run["dir"] / ARCHIVE_FILE).records
     assert [r.id for r in records] == [f"c{n:04d}" for n in range(6)]
     assert len({(r.iteration, r.slot) for r in records if r.experiment}) == 4
