@@ -67,11 +67,3 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
 
     def default_space(self) -> str:
         return "cosine"
-
-    def is_available(self) -> bool:
-        """Whether vectors can be computed in this process."""
-        try:
-            load_model()
-        except EmbeddingUnavailable:
-            return False
-        return True

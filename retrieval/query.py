@@ -22,7 +22,11 @@ RRF_K = 60
 
 
 class Passage(BaseModel):
-    """A retrieved chunk: `source` names note, section and file for citation; metadata["sources"] its references."""
+    """A retrieved chunk: `source` names note, section and file for citation; metadata["sources"] its references.
+
+    `score` orders passages within one search: fused reciprocal rank (hybrid), cosine similarity (vector)
+    or BM25 (lexical); metadata also gives each passage's `vector_rank` and `lexical_rank` where it had one.
+    """
 
     text: str
     source: str

@@ -95,3 +95,18 @@ def test_modules_run_as_commands(corpus, index_dir, tmp_path):
     done = subprocess.run(run, capture_output=True, text=True, cwd=REPO_ROOT)
     assert done.returncode == 1
     assert f"skipped {missing}: no such file or directory" in done.stderr
+
+
+def test_machine_without_the_model_searches_lexically_with_one_line(real_index):
+    # What a GPU machine without the 90 MB model sees: the import fails, search still answers.
+    script = (
+        "import sys; sys.modules['sentence_transformers'] = None\n"
+        "from retrieval import search\n"
+        f"for _ in range(3): hits = search('e4m3fnuz', k=1, index_dir={str(real_index)!r})\n"
+        "print(hits[0].metadata['path'])"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("fp8-formats.md")
+    [warning] = done.stderr.strip().splitlines()
+    assert "all-MiniLM-L6-v2 unavailable" in warning and "searching lexically" in warning
