@@ -63,7 +63,8 @@ def search_main(argv: list[str] | None = None) -> int:
 
     filters = {key: value for key, value in (("arch", args.arch), ("topic", args.topic)) if value}
     try:
-        passages = open_index(args.index_dir).search(args.query, args.k, filters, args.mode)
+        index = open_index(args.index_dir, embed=args.mode != "lexical")
+        passages = index.search(args.query, args.k, filters, args.mode)
     except (ValueError, ManifestError) as error:
         print(f"retrieval.search: {error}", file=sys.stderr)
         return 1

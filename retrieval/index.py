@@ -45,11 +45,13 @@ def build_index(
     *,
     embedding_function=None,
     progress: Progress | None = None,
+    embed: bool = True,
 ) -> BuildReport:
     """Index `paths` (default: the bundled literature) plus every root indexed before; re-embed only changes.
 
     A file is re-read when its content hash changed; files gone from disk leave the index. Where the
-    embedding model cannot be loaded the index is still built, for lexical search only.
+    embedding model cannot be loaded, or `embed` is False, the index is built for lexical search only;
+    a later build with the model adds the vectors.
     """
     directory = resolve_index_dir(index_dir)
     manifest = load_manifest(directory) or Manifest()
@@ -58,6 +60,7 @@ def build_index(
     files = _discover(roots)
     vectors = VectorStore(directory, embedding_function)
     vectors.reconcile(manifest)
+    vectors.available = embed
 
     stale: list[tuple[str, IndexedFile]] = []
     for done, (path, shown) in enumerate(files, start=1):

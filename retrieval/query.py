@@ -122,7 +122,7 @@ class LoadedIndex:
 
     def _vector_ranking(self, query: str, allowed: list[int] | None) -> list[tuple[int, float]] | None:
         if self.unembedded and len(self.unembedded) == self.file_count:
-            warn_once(f"index at {self.directory} has no vectors; searching lexically (rebuild with the model)")
+            warn_once(f"index at {self.directory} has no vectors; searching lexically (retrieval.build adds them)")
             return None
         model = (self.embedding_function or MiniLMEmbedding()).name()
         if self.built_with != model:
@@ -196,10 +196,11 @@ def warn_once(message: str) -> None:
 _open: dict[Path, tuple[int, LoadedIndex]] = {}
 
 
-def open_index(index_dir: str | Path | None = None, embedding_function=None) -> LoadedIndex:
+def open_index(index_dir: str | Path | None = None, embedding_function=None, *, embed: bool = True) -> LoadedIndex:
     """The index at `index_dir`, loaded once per process and reloaded when a build rewrote it.
 
-    An index that does not exist yet is built from the bundled literature first.
+    An index that does not exist yet is built from the bundled literature first; without vectors when
+    `embed` is False, so lexical search never loads the model.
     """
     directory = resolve_index_dir(index_dir).resolve()
     manifest_file = manifest_path(directory)
@@ -207,7 +208,7 @@ def open_index(index_dir: str | Path | None = None, embedding_function=None) -> 
         from retrieval.index import build_index
 
         print(f"retrieval: no index at {directory}; building it from {LITERATURE_DIR} first", file=sys.stderr)
-        report = build_index(index_dir=directory, embedding_function=embedding_function)
+        report = build_index(index_dir=directory, embedding_function=embedding_function, embed=embed)
         print(f"retrieval: {report.summary()}", file=sys.stderr)
     stamp = manifest_file.stat().st_mtime_ns
     cached = _open.get(directory)
@@ -226,4 +227,4 @@ def search(
     index_dir: str | Path | None = None,
 ) -> list[Passage]:
     """The `k` passages most relevant to `query`; `filters` may hold "arch" and "topic" (a value or a list)."""
-    return open_index(index_dir).search(query, k, filters, mode)
+    return open_index(index_dir, embed=mode != "lexical").search(query, k, filters, mode)

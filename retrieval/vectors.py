@@ -102,7 +102,7 @@ class VectorStore:
 
 
 def _metadata(shown: str, entry: IndexedFile, section: str) -> dict:
-    metadata = {"path": shown, "title": entry.title, "section": section}
+    metadata = {"path": shown, "title": entry.title, "section": section, "hash": entry.hash}
     # Chroma rejects empty lists; labels are filtered through the manifest anyway.
     if entry.architectures:
         metadata["architectures"] = entry.architectures

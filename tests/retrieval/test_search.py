@@ -91,6 +91,17 @@ def test_missing_index_is_built_first(monkeypatch, corpus, index_dir, capsys):
     assert _names(index.search("e4m3fnuz", k=1)) == ["fp8-formats.md"]
 
 
+def test_lexical_search_builds_a_missing_index_without_the_model(monkeypatch, corpus, index_dir, capsys):
+    monkeypatch.setattr(index_module, "LITERATURE_DIR", corpus)
+    model = HashingEmbedding()
+    index = open_index(index_dir, model, embed=False)
+    assert "lexical only" in capsys.readouterr().err and model.embedded == 0
+    assert _names(index.search("e4m3fnuz", k=1, mode="lexical")) == ["fp8-formats.md"]
+    # A later build with the model adds the vectors without re-reading anything.
+    report = build_index([corpus], index_dir, embedding_function=model)
+    assert len(report.unchanged) == 5 and model.embedded == report.chunks and report.vectors
+
+
 def test_index_reloads_after_a_rebuild(built, corpus, index_dir, embedding):
     (corpus / "techniques" / "atomics.md").write_text("# Atomics\n\nAtomic adds on fp32 serialize per address.\n")
     build_index([corpus], index_dir, embedding_function=embedding)
