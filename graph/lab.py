@@ -35,11 +35,18 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def gpu_count() -> int:
-    """How many CUDA devices this machine has."""
+def gpu_slots() -> int:
+    """GPUs the parallel experiments may spread over: every GPU once the evaluator takes 'cuda:N', else none."""
     import torch
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    from evaluators.toolchain import resolve_device as evaluator_device
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    try:
+        evaluator_device("cuda:0")
+    except ValueError:  # this evaluator knows only 'cuda': every slot shares the default GPU
+        return 0
+    return count
 
 
 def model_settings(ctx: RunContext) -> ModelSettings:

@@ -129,7 +129,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     except MalformedAnswer as error:
         note = f"iteration {iteration}: no experiments ({error})"
         return Command(goto="record", update={"notes": [note], "llm_calls": lab.calls_of(error)})
-    gpus = lab.gpu_count() if state["device"] == "cuda" else 0
+    gpus = lab.gpu_slots() if state["device"] == "cuda" else 0
     tasks = [
         ExperimentTask(
             iteration=iteration,
