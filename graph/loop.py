@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Literal
@@ -113,7 +114,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     problem = load_problem(state["problem"])
     brief = lab.problem_brief(problem, state["device"], archive)
     base = CandidateBrief.from_record(archive.get(selection["base_id"]))
-    passages = _search_literature(retrieval_queries(brief, base), ctx)
+    passages, search_note = _search_literature(retrieval_queries(brief, base), ctx)
     model = lab.model_settings(ctx).make("hypothesizer")
     try:
         hypotheses, call = propose_experiments(
@@ -128,7 +129,8 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
         )
     except MalformedAnswer as error:
         note = f"iteration {iteration}: no experiments ({error})"
-        return Command(goto="record", update={"notes": [note], "llm_calls": lab.calls_of(error)})
+        notes = [search_note, note] if search_note else [note]
+        return Command(goto="record", update={"notes": notes, "llm_calls": lab.calls_of(error)})
     gpus = lab.gpu_slots() if state["device"] == "cuda" else 0
     tasks = [
         ExperimentTask(
@@ -144,16 +146,25 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
         for slot, experiment in enumerate(hypotheses.chosen_experiments[: ctx.experiments_per_iteration])
     ]
     sends = [Send("experiment", {"task": task}) for task in tasks]
-    return Command(goto=sends, update={"tasks": tasks, "llm_calls": [call]})
+    update = {"tasks": tasks, "llm_calls": [call]} | ({"notes": [search_note]} if search_note else {})
+    return Command(goto=sends, update=update)
 
 
-def _search_literature(queries: list[str], ctx: RunContext) -> list[retrieval.Passage]:
-    """Passages for all queries, best first, each passage once."""
+def _search_literature(queries: list[str], ctx: RunContext) -> tuple[list[retrieval.Passage], str | None]:
+    """Passages for all queries, best first, each passage once; and a note when the index could not be used.
+
+    A broken or unbuildable index costs the hypothesizer its citations, not the run its progress.
+    """
     found: dict[tuple[str, str], retrieval.Passage] = {}
-    for query in queries:
-        for passage in retrieval.search(query, k=ctx.passages_per_query, mode=ctx.retrieval):
-            found.setdefault((passage.source, passage.text), passage)
-    return sorted(found.values(), key=lambda passage: -passage.score)
+    try:
+        for query in queries:
+            for passage in retrieval.search(query, k=ctx.passages_per_query, mode=ctx.retrieval):
+                found.setdefault((passage.source, passage.text), passage)
+    except Exception as error:  # chromadb, OS and model-loading errors all end up here
+        note = f"literature search failed, hypothesizing without passages: {type(error).__name__}: {error}"
+        print(note.splitlines()[0], file=sys.stderr)
+        return [], note.splitlines()[0]
+    return sorted(found.values(), key=lambda passage: -passage.score), None
 
 
 def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["selector", "report"]]:

@@ -36,3 +36,16 @@ def test_authentication_error_ends_the_run_with_one_line_and_keeps_it_resumable(
     assert cli("--resume", "auth", "--out", str(run_dir)) == 0
     assert [r.id for r in Archive(run_dir / ARCHIVE_FILE).records] == ["c0000", "c0001", "c0002"]
     assert json.loads((run_dir / "summary.json").read_text())["iterations"] == 1
+
+
+def test_a_broken_literature_index_costs_citations_not_the_run(tmp_path, monkeypatch):
+    import retrieval
+
+    def broken_search(*args, **kwargs):
+        raise OSError("index directory is not readable")
+
+    monkeypatch.setattr(retrieval, "search", broken_search)
+    run_dir = tmp_path / "nolit"
+    assert cli(*SHORT, "--iterations", "1", "--out", str(run_dir)) == 0
+    assert read_summary(run_dir)["candidates"] == 1
+    assert "literature search failed" in (run_dir / "report.md").read_text()
