@@ -10,7 +10,6 @@ from retrieval.chunking import chunk_document
 from retrieval.config import LITERATURE_DIR, disk_path, display_path, resolve_index_dir
 from retrieval.documents import SUPPORTED_SUFFIXES, DocumentError, read_document
 from retrieval.manifest import IndexedChunk, IndexedFile, Manifest, load_manifest, save_manifest
-from retrieval.vectors import VectorStore
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 EMBED_BATCH = 128
@@ -58,7 +57,7 @@ def build_index(
     report = BuildReport()
     roots = _roots([Path(p) for p in paths] if paths else [LITERATURE_DIR], manifest, report)
     files = _discover(roots)
-    vectors = VectorStore(directory, embedding_function)
+    vectors = _vector_store(directory, embedding_function)
     vectors.reconcile(manifest)
     vectors.available = embed
 
@@ -83,6 +82,33 @@ def build_index(
     return report
 
 
+class _NoVectors:
+    """Stands in for the Chroma store where Chroma is not installed (GPU images): the index is lexical only."""
+
+    available = False
+
+    def reconcile(self, manifest: Manifest) -> None:
+        """Nothing to reconcile without vectors."""
+
+    def replace(self, files: list[tuple[str, IndexedFile]], warn) -> int:
+        """Mark the files as not embedded; a later build on a machine with Chroma adds their vectors."""
+        for _, entry in files:
+            entry.embedded = False
+        return 0
+
+    def delete(self, shown: str) -> None:
+        """Nothing stored, nothing to delete."""
+
+
+def _vector_store(directory: Path, embedding_function):
+    try:
+        from retrieval.vectors import VectorStore
+    except ImportError as error:
+        _warn(f"Chroma unavailable ({error}); indexing for lexical search only")
+        return _NoVectors()
+    return VectorStore(directory, embedding_function)
+
+
 def _index_file(path: Path, shown: str, manifest: Manifest, report: BuildReport) -> IndexedFile | None:
     """Update the manifest for one file; the entry whose vectors must be (re)made, or None."""
     old = manifest.files.get(shown)
@@ -101,7 +127,7 @@ def _index_file(path: Path, shown: str, manifest: Manifest, report: BuildReport)
     return entry
 
 
-def _embed(stale: list[tuple[str, IndexedFile]], vectors: VectorStore, progress: Progress | None) -> int:
+def _embed(stale: list[tuple[str, IndexedFile]], vectors, progress: Progress | None) -> int:
     """Re-embed files in batches of about EMBED_BATCH chunks: the model runs far faster on full batches."""
     total = sum(len(entry.chunks) for _, entry in stale)
     embedded, done, batch = 0, 0, []

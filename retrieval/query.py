@@ -9,7 +9,6 @@ from pydantic import BaseModel
 
 from retrieval.chunking import context_text
 from retrieval.config import LITERATURE_DIR, resolve_index_dir
-from retrieval.embedding import EmbeddingUnavailable, MiniLMEmbedding
 from retrieval.lexical import BM25
 from retrieval.manifest import Manifest, load_manifest, manifest_path
 
@@ -123,6 +122,11 @@ class LoadedIndex:
     def _vector_ranking(self, query: str, allowed: list[int] | None) -> list[tuple[int, float]] | None:
         if self.unembedded and len(self.unembedded) == self.file_count:
             warn_once(f"index at {self.directory} has no vectors; searching lexically (retrieval.build adds them)")
+            return None
+        try:
+            from retrieval.embedding import EmbeddingUnavailable, MiniLMEmbedding
+        except ImportError as error:  # no Chroma on this machine (e.g. a GPU image): lexical only
+            warn_once(f"vector search unavailable ({error}); searching lexically")
             return None
         model = (self.embedding_function or MiniLMEmbedding()).name()
         if self.built_with != model:
