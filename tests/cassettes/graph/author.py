@@ -15,7 +15,7 @@ KERNELS = HERE / "kernels"
 REPO = HERE.parents[2]
 DEMO = REPO / "agents" / "cassettes" / "demo_fused_residual_norm.json"
 MODEL = "google_genai:gemini-2.5-pro"
-AUTHORED_ON = "2026-03-20"
+AUTHORED_ON = "2026-11-21"
 # Token counts are our estimates of what Gemini would bill for these prompts and answers (about 4 characters a
 # token), so budgets and cost accounting have realistic numbers to work with.
 USAGE = {
@@ -245,10 +245,11 @@ def demo_cassette() -> dict:
 def header(purpose: str, calls: list[dict]) -> dict:
     """The cassette's header: authored by hand, and what it is for."""
     note = (
-        f"Authored by hand, not recorded: no live model was reachable. {purpose} Token counts are estimates. "
+        f"Authored by hand, not recorded: no live model was reachable. {purpose} Token counts are estimates; "
+        f"'model' names the price table they are costed with, not a model that answered. "
         "Regenerate with python tests/cassettes/graph/author.py."
     )
-    return {"authored_by_hand": True, "model": MODEL, "recorded_at": AUTHORED_ON, "note": note, "calls": calls}
+    return {"authored_by_hand": True, "model": MODEL, "authored_on": AUTHORED_ON, "note": note, "calls": calls}
 
 
 CASSETTES = {
