@@ -9,6 +9,8 @@ from pathlib import Path
 from langgraph.runtime import Runtime
 
 from agents.accounting import totals_by_role
+from agents.cassette import read_cassette
+from agents.errors import FatalLLMError
 from graph import lab
 from graph.context import RunContext
 from graph.plot import speedup_svg
@@ -81,6 +83,8 @@ def render_markdown(archive: Archive, summary: dict) -> str:
         f"- tokens: {summary['tokens']}, cost: ${summary['cost_usd']:.4f}, wall time: {summary['elapsed_s']} s",
         f"- stopped: {summary['stop_reason']}",
     ]
+    if replay := replay_note(summary["model"]):
+        lines.append(replay)
     if summary["timing"] == "interpreter":
         lines.append("- note: CPU timings come from Triton's interpreter; they rank candidates, not GPU performance")
     lines += ["", "![speedup over iterations](speedup.svg)", "", "## Lineage", "", "```"]
@@ -90,6 +94,21 @@ def render_markdown(archive: Archive, summary: dict) -> str:
     if summary["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in summary["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def replay_note(model: str) -> str | None:
+    """For a replayed run, where its LLM answers (and so its token counts) came from."""
+    if not model.startswith("replay:"):
+        return None
+    try:
+        header = read_cassette(Path(model.removeprefix("replay:")))
+    except FatalLLMError:
+        return "- note: LLM answers replayed from a cassette that is no longer readable"
+    if header.get("authored_by_hand", True):
+        origin = "authored by hand (its token counts and cost are estimates)"
+    else:
+        origin = f"recorded from {header.get('model')} at {header.get('recorded_at')}"
+    return f"- note: LLM answers replayed from a cassette {origin}; the kernels were evaluated by this run"
 
 
 def lineage_tree(archive: Archive) -> list[str]:

@@ -80,3 +80,18 @@ def test_plot_draws_each_candidate_and_the_best_so_far():
     assert len(list(svg.iter(f"{ns}circle"))) == 3  # two candidates and the legend's marker
     assert svg.find(f"{ns}polyline") is not None
     assert any("c0003" in (p.findtext(f"{ns}title") or "") for p in svg.findall(f"{ns}path"))
+
+
+def test_report_says_where_replayed_answers_came_from(tmp_path):
+    from graph.report import replay_note
+
+    authored = tmp_path / "authored.json"
+    authored.write_text(json.dumps({"authored_by_hand": True, "model": "m", "calls": []}))
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(
+        json.dumps({"authored_by_hand": False, "model": "google_genai:x", "recorded_at": "2026-11-01", "calls": []})
+    )
+    assert replay_note("google_genai:gemini-2.5-pro") is None
+    assert "authored by hand" in replay_note(f"replay:{authored}")
+    assert "recorded from google_genai:x at 2026-11-01" in replay_note(f"replay:{recorded}")
+    assert "no longer readable" in replay_note(f"replay:{tmp_path / 'gone.json'}")
