@@ -1,4 +1,4 @@
-"""The CDNA3 knowledge-base notes: required files, front matter the index can read, and note shape."""
+"""The knowledge-base notes: required files, front matter the index can read, and note shape."""
 
 import re
 from pathlib import Path
@@ -47,7 +47,11 @@ def split(path: Path) -> tuple[dict, str]:
 
 
 def notes() -> list[Path]:
-    return sorted(CDNA3.glob("*.md"))
+    return sorted(path for folder in ("cdna3", "hopper", "techniques") for path in (ROOT / folder).glob("*.md"))
+
+
+def test_the_corpus_has_at_least_forty_notes():
+    assert len(notes()) >= 40
 
 
 def test_every_required_note_exists():
@@ -61,7 +65,10 @@ def test_front_matter_is_complete(path):
     assert isinstance(front.get("title"), str) and front["title"].strip()
     assert isinstance(front.get("sources"), list) and front["sources"], "a note must name its sources"
     assert all(isinstance(source, str) and len(source) > 10 for source in front["sources"])
-    assert front.get("architectures") == ["cdna3"]
+    architectures = front.get("architectures")
+    assert architectures and set(architectures) <= ARCHITECTURES
+    if path.parent.name != "techniques":
+        assert path.parent.name in architectures
     assert front.get("topics") and all(KEBAB.match(topic) for topic in front["topics"])
 
 
