@@ -1,10 +1,10 @@
 """Benchmark the evaluator on every bundled problem's seed: times, speedup, roofline, repeatability, overhead.
 
-`python bench/evaluator_bench.py [--device cuda] [--repeats 5] [--out DIR]` prints a Markdown table and writes
-evaluator_bench.json. Per problem: the reference's and the seed's median, the speedup, the fraction of the
-roofline, the spread of the seed's median over the repeated evaluations, the wall time of one evaluation
-against the time spent inside timed kernels, the build stage cold and cached, and the median's agreement
-with triton.testing.do_bench measured in this process.
+`python bench/evaluator_bench.py [--device cuda] [--repeats 5] [--budget-s S] [--out DIR]` prints two Markdown
+tables and writes evaluator_bench.json. Per problem: the reference's and the seed's median, the speedup, the
+fraction of the roofline, the spread of the seed's median over the repeated evaluations, the wall time of one
+evaluation against the time spent inside timed kernels, the build stage cold and cached, and the median's
+agreement with triton.testing.do_bench measured in this process; then where one evaluation's wall time goes.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators.toolchain import device_kind, resolve_device  # noqa: E402
 from kernels.problem import bundled_problems, import_problem_module, load_problem  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def do_bench_ms(problem, device: str) -> tuple[float, float]:
     torch.manual_seed(0)
     init = module.get_init_inputs()
     models = [cls(*init).to(device) for cls in (seed.ModelNew, module.Model)]
-    with torch.no_grad():
+    with torch.no_grad(), torch.cuda.device(device):  # Triton launches on the current device
         return tuple(triton.testing.do_bench(lambda m=m: m(*inputs), return_mode="median") for m in models)
 
 
@@ -92,9 +93,10 @@ def bench_problem(name: str, device: str, repeats: int, cache_dir: Path) -> dict
         "build_cold_s": results[0].stages.get("build"),
         "build_cached_s": statistics.median(r.stages.get("build", 0.0) for r in results[1:]) if repeats > 1 else None,
         "stages": results[-1].stages,
+        "stage_medians": {k: statistics.median(r.stages.get(k, 0.0) for r in results[1:] or results) for k in STAGES},
         "suspicious": results[-1].suspicious,
     }
-    if device == "cuda":
+    if device_kind(device) == "cuda":
         seed_ms, reference_ms = do_bench_ms(problem, device)
         row |= {"do_bench_seed_ms": seed_ms, "do_bench_reference_ms": reference_ms}
         row["do_bench_agreement"] = row["seed_ms"] / seed_ms - 1
@@ -128,26 +130,45 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+STAGES = ("startup", "build", "correctness", "compare", "wait", "lock", "timing", "compare_timed", "total")
+
+
+def stage_table(rows: list[dict]) -> str:
+    """Median seconds per stage of one evaluation (the candidate's stages; compare ones are the reference's)."""
+    head = "| problem | " + " | ".join(STAGES) + " |\n|" + " --- |" * (len(STAGES) + 1)
+    lines = [head]
+    for r in rows:
+        if r["status"] == "correct":
+            cells = " | ".join(f"{r['stage_medians'].get(name, 0.0):.2f}" for name in STAGES)
+            lines.append(f"| {r['problem']} | {cells} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Run every bundled problem that has a seed and print the table last."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--problems", nargs="*", help="default: every bundled problem with a seed")
     parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--budget-s", type=float, help="start no further problem once this many seconds are spent")
     args = parser.parse_args()
-    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
-    device = "cpu" if device == "auto" else device
+    device = resolve_device(args.device)
     names = args.problems or [n for n in bundled_problems() if load_problem(n).seed_path]
     rows = []
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ks-bench-cache-") as cache:
         for name in names:
+            if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
+                rows.append({"problem": name, "status": "not run", "message": f"past the {args.budget_s:g} s budget"})
+                continue
             rows.append(bench_problem(name, device, args.repeats, Path(cache)))
             print(json.dumps(rows[-1]), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "evaluator_bench.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     print(json.dumps(machine()))
     print(table(rows))
+    print(stage_table(rows))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The worker-to-parent channel: framed marks (stage changes, timing windows) and result blobs over a pipe."""
+"""The worker-to-parent channel: framed marks (stage changes, timing windows) and JSON reports over a pipe."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ChannelWriter:
         self._send(MARK, text.encode())
 
     def blob(self, payload: bytes) -> None:
-        """A result: torch.save bytes that the parent reads with weights_only=True."""
+        """A report: JSON bytes (event and metadata); tensors travel as files, never over the channel."""
         self._send(BLOB, payload)
 
     def _send(self, tag: bytes, payload: bytes) -> None:

@@ -1,10 +1,17 @@
-"""Parent-side comparison of candidate outputs with reference outputs: shape, dtype, NaN/Inf, tolerance."""
+"""Comparison of candidate outputs with reference outputs (shape, dtype, NaN/Inf, tolerance), in the reference worker.
+
+The reference's process never runs candidate code, so it compares on its own device, in float64, and sends the
+parent only the verdict of each trial.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
+
+from evaluators.handoff import HandoffError, output_path, read_outputs
 
 # (atol, rtol) when neither the options nor the problem say: tight for fp32, looser for half types.
 # fp8 outputs have no sensible default; problems that return fp8 set ATOL/RTOL themselves.
@@ -31,6 +38,25 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
     return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
 
 
+def judge(directory: Path, phase: str, expected: list[list[torch.Tensor]], atol, rtol, max_bytes: int) -> list:
+    """Per trial, None when the candidate's outputs in `directory` match, else the mismatch as a dict.
+
+    Stops at the first mismatch: the parent reports the first failing trial only.
+    """
+    verdicts = []
+    for t, wanted in enumerate(expected):
+        try:
+            found = read_outputs(output_path(directory, phase, t), max_bytes)
+        except HandoffError as exc:
+            mismatch = Mismatch(f"outputs unreadable: {exc}", "")
+        else:
+            mismatch = compare_outputs(found, wanted, atol, rtol)
+        verdicts.append(asdict(mismatch) if mismatch else None)
+        if mismatch:
+            break
+    return verdicts
+
+
 def compare_outputs(found: list[torch.Tensor], expected: list[torch.Tensor], atol, rtol) -> Mismatch | None:
     """The first problem with `found` against `expected`, or None when every output is within tolerance."""
     if len(found) != len(expected):
@@ -49,6 +75,7 @@ def _compare_one(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float)
         return Mismatch(f"dtype {out.dtype} found, {ref.dtype} expected", "")
     if out.numel() == 0:
         return None
+    out = out.to(ref.device)  # where the reference's outputs stay: the GPU compares 256 MiB in milliseconds
     if not (ref.is_floating_point() or ref.is_complex()):
         wrong = out != ref
         if wrong.any():

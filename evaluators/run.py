@@ -1,4 +1,4 @@
-"""CLI: `python -m evaluators.run --problem NAME_OR_FILE --candidate FILE [--device auto|cpu|cuda] [--json]`.
+"""CLI: `python -m evaluators.run --problem NAME_OR_FILE --candidate FILE [--device auto|cpu|cuda|cuda:N] [--json]`.
 
 Exit 0 when the evaluation ran (whatever the verdict); 2 for bad usage or a broken problem (one line on stderr).
 """
@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m evaluators.run", description=__doc__.splitlines()[0])
     parser.add_argument("--problem", required=True, help="bundled problem name or path to a KernelBench file")
     parser.add_argument("--candidate", required=True, type=Path, help="candidate source defining ModelNew")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (GPU N; both workers run there)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line of stdout")
     parser.add_argument("--trials", type=int, default=3, help="correctness trials (at least 3)")
     parser.add_argument("--seed", type=int, default=42)

@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import queue
-import re
 import shutil
 import signal
 import subprocess
@@ -20,17 +19,9 @@ import time
 from pathlib import Path
 
 from evaluators.channel import BLOB, MARK, ChannelError, read_frames
+from evaluators.environment import worker_env
 from evaluators.options import EvalOptions
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-PASSED_ENV = {
-    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "OMP_NUM_THREADS",
-    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
-    "ROCM_PATH", "HIP_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTORCH_ROCM_ARCH",
-    # Multi-GPU hosts that forbid NVLink multicast keep these set for every program, ours included.
-    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-}  # fmt: skip
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 _EOF = b"E"
 
 
@@ -79,31 +70,12 @@ def pid_namespace_available() -> bool:
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
-def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str) -> dict[str, str]:
-    """An environment from an allow-list, with anything named like a secret removed even if allowed."""
-    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV and not SECRET_NAME.search(k)}
-    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    build_dir = options.cache_dir / "builds" / toolchain
-    env |= {
-        "HOME": str(scratch),
-        "TMPDIR": str(scratch),
-        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TRITON_CACHE_DIR": str(build_dir / "triton"),
-        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
-        "KS_CACHE_DIR": str(options.cache_dir),
-    }
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # for the child only: the parent may be timing on a GPU
-    return env
-
-
 class Worker:
     """One running worker process and the parent's view of it (stage, deadline, marks, blobs)."""
 
-    def __init__(self, role: str, job: dict, candidate_source: str | None, options: EvalOptions, toolchain: str):
+    def __init__(
+        self, role: str, job: dict, candidate_source: str | None, options: EvalOptions, toolchain: str, device: str
+    ):
         self.role, self.options = role, options
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
         (self.scratch / "job.json").write_text(json.dumps(job))
@@ -120,7 +92,7 @@ class Worker:
         self.proc = subprocess.Popen(
             command,
             cwd=self.scratch,
-            env=worker_env(job["device"], self.scratch, options, toolchain),
+            env=worker_env(device, self.scratch, options, toolchain),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -212,9 +184,9 @@ class Worker:
             return self.output.text()
         return self.output.text(join_timeout=2.0)
 
-    def go(self) -> None:
-        """Let the worker continue past its correctness checkpoint (to timing)."""
-        os.write(self._ctl_w, b"g")
+    def tell(self, command: bytes) -> None:
+        """Let the worker continue past its checkpoint: b"c" compare the candidate's outputs, b"g" go to timing."""
+        os.write(self._ctl_w, command)
 
     def kill(self) -> None:
         """Kill the worker's whole process group."""

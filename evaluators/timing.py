@@ -55,14 +55,14 @@ def device_key(device: str) -> str:
 
 
 def time_calls(call, n_sets: int, job: dict, clocks: Clocks, mark) -> tuple[dict, dict[int, object]]:
-    """Time `call(i)` (a run on input set i % n_sets); returns timing facts and the last output per set."""
+    """Time `call(i)` (a run on input set i % n_sets); returns timing facts and the last output of every set."""
     if clocks.device == "cuda":
         return _time_cuda(call, n_sets, job, clocks, mark)
     return _time_interpreter(call, n_sets, job, clocks, mark)
 
 
 def _time_interpreter(call, n_sets, job, clocks, mark):
-    last = {0: call(0)}  # warm-up
+    last = {k: call(k) for k in range(n_sets)}  # warm-up, and an output of every set for the reference's check
     times = []
     for i in range(job["cpu_reps"]):
         start = clocks.now()
@@ -82,11 +82,11 @@ def _time_cuda(call, n_sets, job, clocks, mark):
     last = {}
     clocks.sync()
     start = clocks.now()
-    for i in range(5):
+    for i in range(max(5, n_sets)):  # also leaves an output of every set for the reference's check
         flush.zero_()
         last[i % n_sets] = call(i)
     clocks.sync()
-    estimate_ms = max((clocks.now() - start) * 1e3 / 5, 1e-3)
+    estimate_ms = max((clocks.now() - start) * 1e3 / max(5, n_sets), 1e-3)
     for i in range(max(1, int(job["warmup_ms"] / estimate_ms))):
         last[i % n_sets] = call(i)
     reps = min(max(int(job["rep_ms"] / estimate_ms), job["min_reps"]), job["max_reps"])

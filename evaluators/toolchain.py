@@ -6,6 +6,7 @@ import functools
 import hashlib
 import importlib.metadata
 import platform
+import re
 import shutil
 import subprocess
 
@@ -28,14 +29,31 @@ def toolchain_key() -> str:
 
 
 def resolve_device(device: str) -> str:
-    """`auto` -> cuda when a GPU is visible, else cpu; raises ValueError for anything unusable."""
+    """`auto` -> cuda when a GPU is visible, else cpu; `cuda:N` is checked against the visible GPUs.
+
+    Raises ValueError, with a one-line message, for anything unusable.
+    """
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}; expected auto, cpu or cuda")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda asked for, but no CUDA/ROCm GPU is visible")
+    match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
+    if not match or (match[1] == "cpu" and match[2] is not None):
+        raise ValueError(f"unknown device {device!r}; expected auto, cpu, cuda or cuda:N")
+    if match[1] == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device} asked for, but no CUDA/ROCm GPU is visible")
+    if match[2] is not None and int(match[2]) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise ValueError(f"--device {device} asked for, but only {count} GPU(s) are visible (cuda:0..cuda:{count - 1})")
     return device
+
+
+def device_kind(device: str) -> str:
+    """`cpu` or `cuda`: what the workers see (a `cuda:N` worker sees its one GPU as `cuda`)."""
+    return device.split(":")[0]
+
+
+def device_index(device: str) -> int | None:
+    """N of `cuda:N`; None for `cpu` and plain `cuda` (the default GPU)."""
+    return int(device.split(":")[1]) if ":" in device else None
 
 
 def _package_version(name: str) -> str:

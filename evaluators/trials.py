@@ -71,8 +71,8 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _EQUAL(a, b)
 
 
-def flatten_outputs(output) -> list[torch.Tensor]:
-    """The result of forward as a list of plain CPU tensors; raises TypeError for anything else."""
+def flatten_outputs(output, device: str = "cpu") -> list[torch.Tensor]:
+    """The result of forward as a list of plain tensors, copied to `device`; raises TypeError for anything else."""
     items = list(output) if isinstance(output, (tuple, list)) else [output]
     flat = []
     for i, item in enumerate(items):
@@ -80,7 +80,7 @@ def flatten_outputs(output) -> list[torch.Tensor]:
             item = torch.tensor(item)
         if type(item) is not torch.Tensor:
             raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
-        flat.append(item.detach().to("cpu", copy=True).contiguous())
+        flat.append(item.detach().to(device, copy=True).contiguous())
     return flat
 
 

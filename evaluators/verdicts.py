@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import statistics
 
-from evaluators.compare import compare_outputs
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
 from evaluators.roofline import device_peaks, roofline_report
 from evaluators.sandbox import WorkerFailure
+from evaluators.toolchain import device_kind
 from evaluators.trials import trial_plan
 from kernels.problem import ProblemError
 
@@ -41,10 +41,10 @@ def from_error(result: EvalResult, report: dict, output: str) -> EvalResult:
     return finish(result, report["kind"], message, _with_output(report["traceback"], output))
 
 
-def check_correctness(result: EvalResult, outputs, expected, options: EvalOptions, output: str) -> bool:
-    """Compare every trial; on the first failure set `incorrect` with what a debugger needs."""
-    atol, rtol = _tolerances(expected, options)
+def check_correctness(result: EvalResult, outputs, expected, checked, options: EvalOptions, output: str) -> bool:
+    """Walk the trials in order; at the first input modified in place or output mismatch, set `incorrect`."""
     plan = trial_plan(options.seed, options.trials)
+    mismatches = checked.meta["trials"]
     for t, (seed, dist) in enumerate(plan):
         label = f"trial {t} (seed {seed}, {dist} inputs)" if expected.meta.get("dist_supported") else f"trial {t}"
         changed = outputs.meta["modified_inputs"].get(str(t), [])
@@ -52,25 +52,21 @@ def check_correctness(result: EvalResult, outputs, expected, options: EvalOption
             message = f"incorrect: {label}: the candidate modified input(s) {changed} in place"
             finish(result, "incorrect", message, _with_output(message, output))
             return False
-        found, wanted = _outputs(outputs.tensors, f"trial{t}"), _outputs(expected.tensors, f"trial{t}")
-        mismatch = compare_outputs(found, wanted, atol, rtol)
+        mismatch = mismatches[t]  # the reference stops after the first mismatch, so t never runs past it
         if mismatch:
-            message = f"incorrect: {label}: {mismatch.summary}"
-            finish(result, "incorrect", message, _with_output(f"{message}\n{mismatch.details}", output))
+            message = f"incorrect: {label}: {mismatch['summary']}"
+            finish(result, "incorrect", message, _with_output(f"{message}\n{mismatch['details']}", output))
             return False
     return True
 
 
-def apply_timing(result: EvalResult, timing, marks, reference, reference_marks, expected, options) -> EvalResult:
+def apply_timing(result: EvalResult, timing, marks, reference, reference_marks, expected, timed, options) -> EvalResult:
     """Runtime, baseline, speedup, spread, roofline and the timing-related flags."""
-    for k in range(options.trials):
-        timed = _outputs(timing.tensors, f"timed{k}")
-        if timed:
-            mismatch = compare_outputs(timed, _outputs(expected.tensors, f"trial{k}"), *_tolerances(expected, options))
-            if mismatch:
-                message = f"incorrect: output while timing on trial {k}'s inputs differs (replayed result?): "
-                return finish(result, "incorrect", message + mismatch.summary, mismatch.details)
-    device = result.device
+    for k, mismatch in enumerate(timed.meta["trials"]):
+        if mismatch:
+            message = f"incorrect: output while timing on trial {k}'s inputs differs (replayed result?): "
+            return finish(result, "incorrect", message + mismatch["summary"], mismatch["details"])
+    device = device_kind(result.device)
     runtime, spread, notes = _measured(timing.meta, marks, device, "candidate")
     baseline, _, reference_notes = _measured(reference.meta, reference_marks, device, "reference")
     result.suspicious.extend(notes + reference_notes)
@@ -115,18 +111,6 @@ def _measured(facts: dict, marks: dict, device: str, who: str) -> tuple[float, f
     else:
         notes.append(f"{who}: no wall-clock window was reported; its timing could not be cross-checked")
     return runtime, spread, notes
-
-
-def _tolerances(expected, options: EvalOptions) -> tuple[float | None, float | None]:
-    """The options' tolerance, else the problem's ATOL/RTOL, else None (the per-dtype default)."""
-    atol = options.atol if options.atol is not None else expected.meta.get("atol")
-    rtol = options.rtol if options.rtol is not None else expected.meta.get("rtol")
-    return atol, rtol
-
-
-def _outputs(tensors: dict, prefix: str) -> list:
-    found = sorted((k for k in tensors if k.startswith(prefix + ".out")), key=lambda k: int(k.rsplit("out", 1)[1]))
-    return [tensors[k] for k in found]
 
 
 def _with_output(text: str, output: str) -> str:

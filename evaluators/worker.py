@@ -1,13 +1,14 @@
 """Worker process (`python -m evaluators.worker JOB CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
 
-Results go to the parent as torch.save blobs over the channel; the parent reads them with weights_only=True
-and decides every verdict. Clocks and the load_inline wrapper are installed before candidate code is imported.
+Reports go to the parent as JSON blobs over the channel; tensors never do. The candidate leaves its outputs as
+files in the handoff directory; the reference, which never runs candidate code, keeps its own outputs on its
+device and compares when the parent says so. Clocks and the load_inline wrapper are installed before candidate
+code is imported.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 import resource
@@ -19,6 +20,8 @@ import torch
 
 from evaluators import buildshim, trials
 from evaluators.channel import ChannelWriter
+from evaluators.compare import judge
+from evaluators.handoff import output_path, write_outputs
 from evaluators.timing import Clocks, device_key, device_lock, time_calls
 from kernels.problem import ProblemError, import_problem_module, load_problem
 
@@ -28,6 +31,7 @@ ROOFLINE_DTYPES = {
     torch.float16: "fp16",
     torch.bfloat16: "bf16",
 }
+COMPARE, GO = b"c", b"g"
 
 
 class Session:
@@ -36,6 +40,7 @@ class Session:
     def __init__(self, job: dict, channel: ChannelWriter, control_fd: int):
         self.job, self.channel, self.control_fd = job, channel, control_fd
         self.device = job["device"]
+        self.handoff = Path(job["handoff_dir"])
         self.stage = "startup"
         self.clocks = Clocks(self.device)
 
@@ -44,16 +49,17 @@ class Session:
         self.stage = stage
         self.channel.mark(f"stage:{stage}")
 
-    def send(self, event: str, meta: dict, tensors: dict | None = None) -> None:
-        """One result blob: an event name, JSON metadata and plain CPU tensors."""
-        buffer = io.BytesIO()
-        torch.save({"event": event, "meta": json.dumps(meta), "tensors": tensors or {}}, buffer)
-        self.channel.blob(buffer.getvalue())
+    def send(self, event: str, meta: dict) -> None:
+        """One report: an event name and JSON metadata."""
+        self.channel.blob(json.dumps({"event": event, "meta": meta}).encode())
 
-    def wait_for_go(self) -> bool:
-        """Block until the parent says the outputs were correct and timing may start."""
+    def wait_for(self, command: bytes) -> bool:
+        """Block until the parent sends `command` (True) or closes the control pipe, having seen enough (False)."""
         self.enter("wait")
-        return os.read(self.control_fd, 1) == b"g"
+        got = os.read(self.control_fd, 1)
+        if got and got != command:
+            raise RuntimeError(f"the parent sent {got!r} where {command!r} was expected")
+        return got == command
 
     def problem_module(self):
         problem = load_problem(self.job["problem_path"])
@@ -63,8 +69,8 @@ class Session:
         plan = trials.trial_plan(self.job["seed"], self.job["trials"])
         return [trials.make_inputs(module, seed, dist, self.device) for seed, dist in plan]
 
-    def run_timing(self, model, inputs: list[list]) -> None:
-        """Time `model` on rotating copies of the trial inputs under the device's lock; send facts and outputs."""
+    def run_timing(self, model, inputs: list[list]) -> tuple[dict, dict[int, object]]:
+        """Time `model` on rotating copies of the trial inputs under the device's lock: facts, last output per set."""
         self.enter("lock")
         sets = [trials.copies(x) for x in inputs]
         with device_lock(Path(self.job["cache_dir"]), device_key(self.device)):
@@ -74,36 +80,41 @@ class Session:
                     lambda i: model(*sets[i % len(sets)]), len(sets), self.job, self.clocks, self.channel.mark
                 )
             self.clocks.sync()
-        tensors = {}
-        for k, output in last.items():
-            for j, out in enumerate(trials.flatten_outputs(output)):
-                tensors[f"timed{k}.out{j}"] = out
-        self.send("timing", facts, tensors)
+        return facts, last
 
 
 def run_reference(session: Session) -> None:
-    """Reference outputs for every trial, then (if the parent says go) the reference's timing."""
+    """Reference outputs for every trial, kept on the device; then compare, time, compare, as the parent says."""
     session.enter("correctness")
     module = session.problem_module()
     inputs = session.trial_inputs(module)
     model = trials.make_model(module.Model, module, session.job["seed"], session.device)
-    tensors = {}
     with torch.no_grad():
-        for t, x in enumerate(inputs):
-            for j, out in enumerate(trials.flatten_outputs(model(*trials.copies(x)))):
-                tensors[f"trial{t}.out{j}"] = out
+        expected = [trials.flatten_outputs(model(*trials.copies(x)), session.device) for x in inputs]
+    job = session.job
+    atol = job["atol"] if job["atol"] is not None else getattr(module, "ATOL", None)
+    rtol = job["rtol"] if job["rtol"] is not None else getattr(module, "RTOL", None)
     roofline = module.roofline() if callable(getattr(module, "roofline", None)) else None
     meta = {
-        "atol": getattr(module, "ATOL", None),
-        "rtol": getattr(module, "RTOL", None),
         "roofline": roofline,
         "dtype": _roofline_dtype(inputs[0]),
         "dist_supported": trials.accepts_dist(module),
         "device_name": torch.cuda.get_device_name() if session.device == "cuda" else "cpu",
     }
-    session.send("outputs", meta, tensors)
-    if session.wait_for_go():
-        session.run_timing(model, inputs)
+    session.send("ready", meta)
+    limit = job["max_result_mb"] << 20
+    if not session.wait_for(COMPARE):
+        return
+    session.enter("compare")
+    session.send("comparison", {"trials": judge(session.handoff, "trial", expected, atol, rtol, limit)})
+    if not session.wait_for(GO):
+        return
+    facts, _ = session.run_timing(model, inputs)
+    session.send("timing", facts)
+    if not session.wait_for(COMPARE):
+        return
+    session.enter("compare_timed")
+    session.send("comparison", {"trials": judge(session.handoff, "timed", expected, atol, rtol, limit)})
 
 
 def run_candidate(session: Session) -> None:
@@ -121,7 +132,7 @@ def run_candidate(session: Session) -> None:
             model(*trials.copies(inputs[0]))  # Triton compiles (and autotunes) at the first call
         session.clocks.sync()
     session.enter("correctness")
-    tensors, changed = {}, {}
+    changed = {}
     with torch.no_grad():
         for t, x in enumerate(inputs):
             trials.poison_allocator(session.device, 4 * sum(v.nbytes for v in x if isinstance(v, torch.Tensor)))
@@ -129,11 +140,14 @@ def run_candidate(session: Session) -> None:
             output = model(*handed)
             session.clocks.sync()  # the whole device: work left on side streams finishes before we read
             changed[t] = trials.modified(x, handed)
-            for j, out in enumerate(trials.flatten_outputs(output)):
-                tensors[f"trial{t}.out{j}"] = out
-    session.send("outputs", {"modified_inputs": changed}, tensors)
-    if session.wait_for_go():
-        session.run_timing(model, inputs)
+            write_outputs(output_path(session.handoff, "trial", t), trials.flatten_outputs(output))
+    session.send("outputs", {"modified_inputs": changed})
+    if not session.wait_for(GO):
+        return
+    facts, last = session.run_timing(model, inputs)
+    for k, output in last.items():
+        write_outputs(output_path(session.handoff, "timed", k), trials.flatten_outputs(output))
+    session.send("timing", facts)
 
 
 def error_report(exc: BaseException, stage: str) -> dict:

@@ -36,17 +36,10 @@ def resolve_device(device: str) -> str:
 
 
 def gpu_slots() -> int:
-    """GPUs the parallel experiments may spread over: every GPU once the evaluator takes 'cuda:N', else none."""
+    """GPUs the parallel experiments spread over: each slot's evaluation runs both its workers on its `cuda:N`."""
     import torch
 
-    from evaluators.toolchain import resolve_device as evaluator_device
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    try:
-        evaluator_device("cuda:0")
-    except ValueError:  # this evaluator knows only 'cuda': every slot shares the default GPU
-        return 0
-    return count
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def model_settings(ctx: RunContext) -> ModelSettings:

@@ -1,6 +1,7 @@
-"""GPU-only checks: side streams, fresh memory, device faults, and agreement with triton.testing.do_bench."""
+"""GPU-only checks: side streams, fresh memory, device faults, do_bench agreement, and `cuda:N` placement."""
 
 import importlib.util
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -57,3 +58,26 @@ def test_honest_candidate_gets_roofline_and_agrees_with_do_bench(run_gpu):
     with torch.no_grad():
         reference_ms = triton.testing.do_bench(lambda: model(x), return_mode="median")
     assert result.runtime_ms == pytest.approx(reference_ms, rel=0.15)
+
+
+def gpu_uuid_of_run(device: str, cache_dir) -> str:
+    """The UUID the report_device candidate saw from inside a worker evaluated on `device`."""
+    result = evaluate(str(PROBLEM), candidate("report_device"), device, EvalOptions(cache_dir=cache_dir))
+    assert result.status == "runtime_error" and "running on GPU" in result.message, result.message
+    return result.message.rsplit("running on GPU ", 1)[1].strip()
+
+
+def test_cuda_n_runs_the_workers_on_gpu_n(cache_dir):
+    last = torch.cuda.device_count() - 1
+    assert gpu_uuid_of_run(f"cuda:{last}", cache_dir) == str(torch.cuda.get_device_properties(last).uuid)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_two_gpus_evaluate_side_by_side(cache_dir):
+    assert gpu_uuid_of_run("cuda:1", cache_dir) != gpu_uuid_of_run("cuda:0", cache_dir)
+    options = EvalOptions(cache_dir=cache_dir)
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(evaluate, str(PROBLEM), candidate("good_triton"), f"cuda:{n}", options) for n in (0, 1)]
+        results = [run.result() for run in runs]
+    assert [r.status for r in results] == ["correct", "correct"], [r.message for r in results]
+    assert [r.device for r in results] == ["cuda:0", "cuda:1"]

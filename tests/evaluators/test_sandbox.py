@@ -3,8 +3,9 @@
 import io
 from pathlib import Path
 
+from evaluators.environment import worker_env
 from evaluators.options import EvalOptions
-from evaluators.sandbox import OutputCapture, worker_env
+from evaluators.sandbox import OutputCapture
 
 
 def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):

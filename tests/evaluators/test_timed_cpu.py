@@ -33,6 +33,13 @@ def test_patched_evaluator_clock_is_caught_by_the_wall_clock(run_cpu):
     assert result.runtime_ms >= 50
 
 
+def test_outputs_produced_while_timed_are_checked(run_cpu):
+    result = run_cpu("replay_while_timed", timing=True)
+    assert result.status == "incorrect"
+    assert "output while timing on trial " in result.message and "inputs differs (replayed result?)" in result.message
+    assert "max abs err" in result.message
+
+
 def test_broken_problem_is_not_the_candidates_fault(cache_dir):
     with pytest.raises(ProblemError, match="broken on purpose"):
         evaluate(str(PROBLEM.with_name("broken_import.py")), candidate("torch_only"), "cpu")

@@ -1,0 +1,91 @@
+"""The candidate's outputs, handed to the reference worker as files for comparison on the reference's device.
+
+The directory is on tmpfs (/dev/shm) where there is one, so a 256 MiB output costs a memory copy, not a pipe
+and a parent-side decode. What the files hold is the candidate's claim: the reader never follows links, never
+reads past the size it saw, loads with weights_only=True, and turns anything unreadable into a HandoffError.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+import torch
+
+SHM = Path("/dev/shm")
+
+
+class HandoffError(Exception):
+    """The candidate's output file is missing, oversized or not a list of tensors (one-line message)."""
+
+
+def handoff_dir() -> Path:
+    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where present."""
+    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=base))
+
+
+def output_path(directory: str | Path, phase: str, index: int) -> Path:
+    """Where the candidate leaves its outputs of trial `index` ("trial") or of timing on its inputs ("timed")."""
+    return Path(directory) / f"{phase}{index}.pt"
+
+
+def write_outputs(path: Path, outputs: list[torch.Tensor]) -> None:
+    """Candidate side: one trial's outputs, plain CPU tensors, as a torch.save file."""
+    torch.save(outputs, path)
+
+
+class _BoundedFile(io.RawIOBase):
+    """A read-only view of the first `size` bytes of an open file: what the file grows into later is never read."""
+
+    def __init__(self, fd: int, size: int):
+        super().__init__()
+        self.fd, self.size, self.pos = fd, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.pos = max(0, {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset)
+        return self.pos
+
+    def readinto(self, buffer) -> int:
+        wanted = max(0, min(len(buffer), self.size - self.pos))
+        got = os.preadv(self.fd, [memoryview(buffer)[:wanted]], self.pos) if wanted else 0
+        self.pos += got
+        return got
+
+
+def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
+    """Reference side: the tensors in `path`, read without trusting anything about the file."""
+    try:
+        # O_NONBLOCK: a FIFO put in the file's place must not hang the reader; regular files ignore it.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise HandoffError(f"{path.name} cannot be opened ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise HandoffError(f"{path.name} is not a regular file")
+        if info.st_size > max_bytes:
+            raise HandoffError(f"{path.name} holds {info.st_size} bytes, over the {max_bytes}-byte limit")
+        try:
+            # Straight from the file into the tensors' storage: no second 256 MiB copy in between.
+            stream = io.BufferedReader(_BoundedFile(fd, info.st_size), 1 << 20)
+            loaded = torch.load(stream, map_location="cpu", weights_only=True)
+        except Exception as exc:  # any malformed file is the candidate's, whatever the loader raises
+            raise HandoffError(f"{path.name} is not a readable tensor file ({type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+    if not isinstance(loaded, list) or not all(type(t) is torch.Tensor for t in loaded):
+        raise HandoffError(f"{path.name} does not hold a list of tensors")
+    return loaded

@@ -1,0 +1,81 @@
+"""Device names: `cuda:N` parsing and errors, and the one GPU a `cuda:N` worker is shown."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from evaluators.environment import visible_device_env, worker_env
+from evaluators.options import EvalOptions
+from evaluators.toolchain import device_index, device_kind, resolve_device
+from tests.evaluators.conftest import CANDIDATES, PROBLEM
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+
+
+def test_cuda_n_within_range_is_kept(two_gpus):
+    assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cuda") == "cuda"
+    assert device_kind("cuda:1") == "cuda" and device_index("cuda:1") == 1 and device_index("cuda") is None
+
+
+@pytest.mark.parametrize("device", ["cuda:2", "cuda:17"])
+def test_cuda_n_out_of_range_is_bad_input(two_gpus, device):
+    with pytest.raises(ValueError, match=r"only 2 GPU\(s\) are visible \(cuda:0..cuda:1\)"):
+        resolve_device(device)
+
+
+@pytest.mark.parametrize("device", ["cuda:", "cuda:-1", "cuda:x", "cpu:0", "tpu", "cuda:1:2"])
+def test_malformed_devices_are_bad_input(two_gpus, device):
+    with pytest.raises(ValueError, match="unknown device"):
+        resolve_device(device)
+
+
+def test_cuda_without_a_gpu_is_bad_input(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device in ("cuda", "cuda:0"):
+        with pytest.raises(ValueError, match="no CUDA/ROCm GPU is visible"):
+            resolve_device(device)
+
+
+def test_worker_sees_only_its_gpu(monkeypatch, tmp_path):
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_device_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
+    env = worker_env("cuda:1", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and "TRITON_INTERPRET" not in env
+
+
+def test_parents_own_device_list_is_honoured(monkeypatch):
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa, GPU-bbbb")
+    assert visible_device_env(1) == {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "4,6")
+    assert visible_device_env(0) == {"HIP_VISIBLE_DEVICES": "4"}
+
+
+def test_plain_cuda_keeps_the_parents_devices(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_graph_spreads_slots_over_gpus_the_evaluator_accepts(two_gpus):
+    from graph.lab import gpu_slots
+    from graph.routing import device_for_slot
+
+    devices = [device_for_slot("cuda", slot, gpu_slots()) for slot in range(3)]
+    assert devices == ["cuda:0", "cuda:1", "cuda:0"]
+    assert [resolve_device(d) for d in devices] == devices
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
+def test_cli_device_errors_exit_2_with_one_line():
+    for device in ("cuda:1", "tpu"):
+        args = ["--problem", str(PROBLEM), "--candidate", str(CANDIDATES / "torch_only.py"), "--device", device]
+        done = subprocess.run([sys.executable, "-m", "evaluators.run", *args], capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "device" in done.stderr
