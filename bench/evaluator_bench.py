@@ -104,10 +104,10 @@ def bench_problem(name: str, device: str, repeats: int, cache_dir: Path) -> dict
     return row
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], repeats: int) -> str:
     """The Markdown table for docs/benchmarks/evaluator.md."""
     head = (
-        "| problem | reference ms | seed ms | speedup | roofline | median spread (5 evals) | wall s / eval "
+        f"| problem | reference ms | seed ms | speedup | roofline | median spread ({repeats} evals) | wall s / eval "
         "| in timed kernels s | build cold / cached s | vs do_bench (seed, ref) |\n|" + " --- |" * 10
     )
     lines = [head]
@@ -167,7 +167,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "evaluator_bench.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     print(json.dumps(machine()))
-    print(table(rows))
+    print(table(rows, args.repeats))
     print(stage_table(rows))
 
 
