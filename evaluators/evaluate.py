@@ -25,6 +25,11 @@ from evaluators.static import check_source
 from evaluators.toolchain import device_kind, resolve_device, toolchain_key
 from kernels.problem import Problem, ProblemError, load_problem
 
+# The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
+WORKER_OPTIONS = {
+    "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol", "max_result_mb",
+}  # fmt: skip
+
 
 @dataclass
 class WorkerReport:
@@ -82,10 +87,7 @@ def _run_workers(problem, source, device, options, result, cleanup) -> EvalResul
         "trials": options.trials,
         "cache_dir": str(options.cache_dir),
         "handoff_dir": str(handoff),
-        **options.model_dump(
-            include={"flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol"}
-        ),
-        "max_result_mb": options.max_result_mb,
+        **options.model_dump(include=WORKER_OPTIONS),
     }
     toolchain = toolchain_key()
     candidate = Worker("candidate", job | {"role": "candidate"}, source, options, toolchain, device)

@@ -42,7 +42,7 @@ class EvalOptions(BaseModel):
     atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")
     rtol: float | None = None
     output_cap_kb: int = Field(64, description="how much of a worker's stdout/stderr is kept (head and tail)")
-    max_result_mb: int = Field(4096, description="largest result a worker may send back")
+    max_result_mb: int = Field(4096, description="largest report, or output file of one trial, a worker may hand back")
     cache_dir: Path = Field(default_factory=default_cache_dir)
     pid_namespace: bool | None = Field(
         default_factory=lambda: {"0": False, "1": True}.get(os.environ.get("KS_PID_NAMESPACE", "")),

@@ -26,6 +26,7 @@ VERDICTS = [
     ("abort", "runtime_error", "killed by SIGABRT", None),
     ("os_exit", "runtime_error", "exited with status 0 before finishing", None),
     ("hang", "timeout", "correctness stage exceeded its 3 s limit", None),
+    ("forge_report", "runtime_error", "sent a report that is not JSON", None),
 ]
 
 
