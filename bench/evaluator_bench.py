@@ -105,7 +105,7 @@ def bench_problem(name: str, device: str, repeats: int, cache_dir: Path) -> dict
 
 
 def table(rows: list[dict], repeats: int) -> str:
-    """The Markdown table for docs/benchmarks/evaluator.md."""
+    """The Markdown table for docs/BENCHMARKS.md."""
     head = (
         f"| problem | reference ms | seed ms | speedup | roofline | median spread ({repeats} evals) | wall s / eval "
         "| in timed kernels s | build cold / cached s | vs do_bench (seed, ref) |\n|" + " --- |" * 10
