@@ -110,9 +110,10 @@ def parse_role_overrides(items: list[str]) -> dict[str, str]:
     overrides = {}
     for item in items:
         role, sep, spec = item.partition("=")
-        if not sep or role not in ROLES or not spec:
-            roles = ", ".join(ROLES)
-            raise FatalLLMError(f"bad model override {item!r}: write ROLE=provider:model, ROLE one of {roles}")
+        if not sep or not spec:
+            raise FatalLLMError(f"bad model override {item!r}: write ROLE=provider:model")
+        if role not in ROLES:
+            raise FatalLLMError(f"bad model override {item!r}: unknown role {role!r}; roles: {', '.join(ROLES)}")
         overrides[role] = spec
     return overrides
 

@@ -19,7 +19,7 @@ from rich.console import Console
 
 import agents
 from agents.errors import FatalLLMError
-from agents.models import DEFAULT_MODEL, ROLES
+from agents.models import DEFAULT_MODEL, parse_role_overrides
 from graph import lab
 from graph.builder import build_graph
 from graph.checkpoint import open_checkpointer
@@ -105,12 +105,10 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
         )
     check_model_spec(model, p)
     try:
-        role_models = dict(item.split("=", 1) for item in args.model_for)
-    except ValueError:
-        p.error("--model-for takes ROLE=SPEC")
-    for role, spec in role_models.items():
-        if role not in ROLES:
-            p.error(f"--model-for: unknown role {role!r}; roles: {', '.join(ROLES)}")
+        role_models = parse_role_overrides(args.model_for)
+    except FatalLLMError as error:
+        p.error(f"--model-for: {error}")
+    for spec in role_models.values():
         check_model_spec(spec, p)
     given = {key: value for key, value in vars(args).items() if value is not None}
     names = {f.name for f in fields(RunContext)}
