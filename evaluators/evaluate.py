@@ -67,7 +67,8 @@ def evaluate(
     )
     static = check_source(candidate_source)
     result.stages["static"] = time.perf_counter() - started
-    result.suspicious.extend(static.suspicious)
+    for code, text in static.flags:
+        result.flag(code, text)
     if static.error:
         return verdicts.finish(result, "compile_error", static.error, "")
     with ExitStack() as cleanup:

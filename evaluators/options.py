@@ -37,6 +37,7 @@ class EvalOptions(BaseModel):
     build_timeout_s: float = Field(600.0, gt=0, description="limit of the build stage (autotuning, nvcc)")
     lock_timeout_s: float = Field(1800.0, gt=0, description="longest wait for the device's timing lock")
     max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
+    strict: bool = Field(False, description="a re-evaluation that checks every timed output, with more trials")
     peak_tflops: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_TFLOPS"))
     peak_gbps: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_GBPS"))
     atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")

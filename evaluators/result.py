@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
-Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout"]
+from evaluators.flags import Flag
+
+# does_not_fit: one input set, its outputs and the cache flush exceed the device's memory; nobody's fault.
+Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "does_not_fit"]
 
 
 class Roofline(BaseModel):
@@ -24,15 +27,37 @@ class Roofline(BaseModel):
     peaks_source: str | None = None
 
 
+class ShapeResult(BaseModel):
+    """One shape's outcome: test shapes are only checked; benchmark shapes are checked and timed."""
+
+    name: str
+    kind: Literal["benchmark", "test"]
+    status: Status | None = None
+    runtime_ms: float | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None
+    spread: float | None = None
+    reps: int | None = None
+    roofline_fraction: float | None = None
+    roofline: Roofline | None = None
+    message: str = ""
+
+
 class EvalResult(BaseModel):
-    """The outcome of one evaluation: verdict, timings, flags and what a debugger needs."""
+    """The outcome of one evaluation: verdict, timings, flags and what a debugger needs.
+
+    With several benchmark shapes, `speedup` is their geometric mean and `runtime_ms` / `baseline_ms` /
+    `roofline` are the first benchmark shape's; `shapes` holds each one.
+    """
 
     status: Status
     speedup: float | None = None
     runtime_ms: float | None = None
     baseline_ms: float | None = None
     spread: float | None = Field(None, description="interquartile range of the candidate's times / median")
-    suspicious: list[str] = Field(default_factory=list)
+    flags: list[Flag] = Field(default_factory=list)
+    shapes: list[ShapeResult] = Field(default_factory=list)
+    strict: bool = Field(False, description="a strict re-evaluation: every timed output checked, more trials")
     message: str = ""
     diagnostics: str = ""
     device: str = "cpu"
@@ -43,6 +68,24 @@ class EvalResult(BaseModel):
     source_hash: str = ""
     problem: str = ""
     config: str | None = None
+
+    @computed_field
+    @property
+    def suspicious(self) -> list[str]:
+        """Every flag's sentence (the CLI contract's list of strings)."""
+        return [flag.text for flag in self.flags]
+
+    @computed_field
+    @property
+    def set_aside(self) -> str | None:
+        """Why a correct candidate cannot be trusted as measured (its hard flags), or None."""
+        hard = [flag.text for flag in self.flags if flag.severity == "hard"]
+        return "; ".join(hard) if hard and self.status == "correct" else None
+
+    def flag(self, code: str, text: str) -> None:
+        """Add a flag once."""
+        if all(existing.text != text for existing in self.flags):
+            self.flags.append(Flag.make(code, text))
 
     def summary_json(self) -> dict:
         """The CLI's JSON line: every field, with the contract's keys always present."""

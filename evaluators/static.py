@@ -30,10 +30,10 @@ TORCH_NAMES = {"torch", "F", "nn", "Model"}
 
 @dataclass
 class StaticReport:
-    """What the static stage found: a fatal error (compile_error) or flags."""
+    """What the static stage found: a fatal error (compile_error) or flags as (code, sentence) pairs."""
 
     error: str | None = None
-    suspicious: list[str] = field(default_factory=list)
+    flags: list[tuple[str, str]] = field(default_factory=list)
 
 
 def check_source(source: str) -> StaticReport:
@@ -44,12 +44,14 @@ def check_source(source: str) -> StaticReport:
         return StaticReport(error=f"syntax error at line {exc.lineno}: {exc.msg}")
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
         return StaticReport(error="the candidate does not define class ModelNew at top level")
-    flags: list[str] = []
+    flags: list[tuple[str, str]] = []
     if not _has_custom_kernel(tree, source):
-        flags.append("no custom kernel: no @triton.jit kernel, load_inline or __global__ function")
+        flags.append(
+            ("no_custom_kernel", "no custom kernel: no @triton.jit kernel, load_inline or __global__ function")
+        )
     for node in ast.walk(tree):
         flags.extend(_node_flags(node))
-    return StaticReport(suspicious=list(dict.fromkeys(flags)))
+    return StaticReport(flags=list(dict.fromkeys(flags)))
 
 
 def _has_custom_kernel(tree: ast.Module, source: str) -> bool:
@@ -65,10 +67,10 @@ def _has_custom_kernel(tree: ast.Module, source: str) -> bool:
     return False
 
 
-def _node_flags(node: ast.AST) -> list[str]:
+def _node_flags(node: ast.AST) -> list[tuple[str, str]]:
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Try) and any(_mentions_torch(h) for h in node.handlers):
-        return [f"try/except with a PyTorch fallback at line {line}"]
+        return [("torch_fallback", f"try/except with a PyTorch fallback at line {line}")]
     if isinstance(node, (ast.Assign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return [_patch_flag(_dotted(t), line) for t in targets if _is_guarded_attribute(t)]
@@ -78,17 +80,17 @@ def _node_flags(node: ast.AST) -> list[str]:
         if last == "setattr" and node.args and _dotted(node.args[0]).split(".")[0] in GUARDED_MODULES:
             return [_patch_flag(f"{_dotted(node.args[0])}.<attr>", line)]
         if last in STREAM_OR_THREAD_CALLS and _plausible_owner(name, last):
-            return [f"{STREAM_OR_THREAD_CALLS[last]} at line {line} ({name})"]
+            return [("streams_threads", f"{STREAM_OR_THREAD_CALLS[last]} at line {line} ({name})")]
         if last in INTROSPECTION_CALLS and name.split(".")[0] in {"gc", "sys", "inspect"}:
-            return [f"{INTROSPECTION_CALLS[last]} at line {line} ({name})"]
+            return [("introspection", f"{INTROSPECTION_CALLS[last]} at line {line} ({name})")]
         if name in {"os.getenv", "os.getenvb"}:
-            return [f"reads environment variables at line {line}"]
+            return [("environment", f"reads environment variables at line {line}")]
     if isinstance(node, ast.Attribute) and node.attr in {"f_back", "f_locals", "f_globals"}:
-        return [f"inspects interpreter frames at line {line} (.{node.attr})"]
+        return [("introspection", f"inspects interpreter frames at line {line} (.{node.attr})")]
     if isinstance(node, ast.Attribute) and _dotted(node) in {"os.environ", "os.environb"}:
-        return [f"reads environment variables at line {line}"]
+        return [("environment", f"reads environment variables at line {line}")]
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and "/proc/" in node.value:
-        return [f"reads /proc (other processes' state) at line {line}"]
+        return [("introspection", f"reads /proc (other processes' state) at line {line}")]
     return []
 
 
@@ -99,8 +101,8 @@ def _plausible_owner(name: str, last: str) -> bool:
     return True
 
 
-def _patch_flag(target: str, line) -> str:
-    return f"replaces {target} at line {line} (monkey-patching a library)"
+def _patch_flag(target: str, line) -> tuple[str, str]:
+    return ("monkey_patch", f"replaces {target} at line {line} (monkey-patching a library)")
 
 
 def _is_guarded_attribute(target: ast.AST) -> bool:

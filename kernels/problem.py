@@ -1,13 +1,17 @@
-"""Load a kernel problem in KernelBench's format, by bundled name or by file path.
+"""Load a kernel problem, by bundled name, KernelBench file path, or GPU MODE problem directory.
 
 A problem file defines `class Model(nn.Module)`, `get_inputs()` and `get_init_inputs()`. Bundled problems
 add, as plain module attributes:
 
-- `CONFIGS`: {"gpu": {...}, "cpu": {...}}, module globals (shapes) set before `get_inputs()` is called;
+- `SHAPES`: {"gpu": {"benchmark": [globals, ...], "test": [globals, ...]}, "cpu": {...}}: each shape is a dict
+  of module globals set before `get_init_inputs()` and `get_inputs()` are called. Benchmark shapes are
+  checked and timed; test shapes (awkward sizes) are checked only. The older `CONFIGS` ({"gpu": globals,
+  "cpu": globals}) still reads as one benchmark shape per device.
 - `ATOL`, `RTOL`: the comparison tolerance (else the evaluator's per-dtype default);
 - `roofline()`: {"flops": int, "bytes": int} at the current globals: the least work and traffic.
 
-Any other KernelBench file works too: without `CONFIGS` its own globals are used as they are.
+Any other KernelBench file works too: without `SHAPES` its own globals are its one benchmark shape.
+A directory holding `task.yml` is a GPU MODE reference-kernels problem (`kernels.gpumode`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 PROBLEMS_DIR = Path(__file__).parent / "problems"
 SEEDS_DIR = Path(__file__).parent / "seeds"
@@ -30,14 +35,49 @@ class ProblemError(ValueError):
 
 
 @dataclass(frozen=True)
+class Shape:
+    """One input configuration: `params` are module globals (KernelBench) or generate_input kwargs (GPU MODE)."""
+
+    name: str
+    kind: Literal["benchmark", "test"]
+    params: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """The shape as a job file carries it."""
+        return {"name": self.name, "kind": self.kind, "params": self.params}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Shape:
+        """The inverse of `to_json`."""
+        return cls(data["name"], data["kind"], dict(data["params"]))
+
+
+def shape_name(params: dict) -> str:
+    """A readable name from a shape's values: "M=16384 N=4096" (a GPU MODE seed is not part of it)."""
+    return " ".join(f"{key}={value}" for key, value in params.items() if key != "seed") or "default"
+
+
+@dataclass(frozen=True)
 class Problem:
-    """A kernel problem: its source text and what the loader learned from it."""
+    """A kernel problem: its source text and what the loader learned from it.
+
+    `format` is "kernelbench" (Model / get_inputs) or "gpumode" (generate_input / ref_kernel, candidates define
+    custom_kernel); `shape_sets` maps "gpu" and "cpu" to that device's shapes, benchmark shapes first.
+    """
 
     name: str
     path: Path
     source: str
     doc: str = ""
-    configs: dict[str, dict] = field(default_factory=dict)
+    shape_sets: dict[str, tuple[Shape, ...]] = field(default_factory=dict)
+    format: Literal["kernelbench", "gpumode"] = "kernelbench"
+    tolerance: tuple[float | None, float | None] = (None, None)
+    tolerance_note: str = ""
+
+    @property
+    def configs(self) -> dict[str, dict]:
+        """Each device's first benchmark shape, as module globals (what single-shape callers read)."""
+        return {name: shapes[0].params for name, shapes in self.shape_sets.items() if shapes}
 
     @property
     def seed_path(self) -> Path | None:
@@ -51,9 +91,18 @@ class Problem:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
     def config_name(self, device: str) -> str | None:
-        """The configuration used on `device` ("cuda" -> "gpu", "cpu" -> "cpu"), if the problem has one."""
+        """The shape set used on `device` ("cuda" -> "gpu", "cpu" -> "cpu"), if the problem has one."""
         wanted = "cpu" if device == "cpu" else "gpu"
-        return wanted if wanted in self.configs else None
+        return wanted if wanted in self.shape_sets else None
+
+    def shapes(self, device: str) -> tuple[Shape, ...]:
+        """The shapes evaluated on `device`: its shape set, else the file's own globals as one benchmark shape."""
+        config = self.config_name(device)
+        return self.shape_sets[config] if config else (Shape("default", "benchmark", {}),)
+
+    def benchmark_shapes(self, device: str) -> tuple[Shape, ...]:
+        """The shapes that are timed on `device`."""
+        return tuple(shape for shape in self.shapes(device) if shape.kind == "benchmark")
 
 
 def bundled_problems() -> list[str]:
@@ -62,9 +111,13 @@ def bundled_problems() -> list[str]:
 
 
 def resolve_problem_path(name_or_path: str | Path) -> Path:
-    """A bundled problem's name or any file path, as an existing path."""
+    """A bundled problem's name, any file path or a GPU MODE problem directory, as an existing path."""
     text = str(name_or_path)
     path = Path(text)
+    if path.is_dir():
+        if not (path / "task.yml").is_file():
+            raise ProblemError(f"problem directory {text} has no task.yml (a GPU MODE problem needs one)")
+        return path.resolve()
     if path.suffix == ".py" or path.exists() or "/" in text:
         if not path.is_file():
             raise ProblemError(f"problem file not found: {text}")
@@ -78,6 +131,10 @@ def resolve_problem_path(name_or_path: str | Path) -> Path:
 def load_problem(name_or_path: str | Path) -> Problem:
     """Read and check a problem without executing it: syntax and the three required names."""
     path = resolve_problem_path(name_or_path)
+    if path.is_dir():
+        from kernels.gpumode import load_gpumode_problem  # the GPU MODE format's own loader
+
+        return load_gpumode_problem(path)
     try:
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -90,12 +147,13 @@ def load_problem(name_or_path: str | Path) -> Problem:
     missing = [name for name in REQUIRED if name not in defined]
     if missing:
         raise ProblemError(f"problem {path.name} does not define {', '.join(missing)}")
-    configs = _configs(tree, path.name)
-    return Problem(name=path.stem, path=path, source=source, doc=ast.get_docstring(tree) or "", configs=configs)
+    shape_sets = _shape_sets(tree, path.name)
+    doc = ast.get_docstring(tree) or ""
+    return Problem(name=path.stem, path=path, source=source, doc=doc, shape_sets=shape_sets)
 
 
 def import_problem_module(problem: Problem, config: str | None = None) -> types.ModuleType:
-    """Execute the problem file as a fresh module, with `CONFIGS[config]` applied to its globals.
+    """Execute the problem file as a fresh module, with the first benchmark shape of `config` applied.
 
     Runs problem code: the evaluator calls this only inside its worker processes.
     """
@@ -128,18 +186,45 @@ def _top_level_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _configs(tree: ast.Module, filename: str) -> dict[str, dict]:
-    """`CONFIGS` read without running the file: {config name: {global name: literal value}}, or {}."""
+def _literal(tree: ast.Module, name: str, filename: str):
+    """The value of a top-level `name = <literal>` assignment, or None when the file has none."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIGS" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             try:
-                configs = ast.literal_eval(node.value)
+                return ast.literal_eval(node.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):
-                raise ProblemError(f"problem {filename}: CONFIGS must be a literal dict of plain values") from None
-            if not isinstance(configs, dict) or not all(
-                isinstance(values, dict) and all(isinstance(key, str) and key.isidentifier() for key in values)
-                for values in configs.values()
-            ):
-                raise ProblemError(f"problem {filename}: CONFIGS must map each config name to a dict of global names")
-            return configs
-    return {}
+                raise ProblemError(f"problem {filename}: {name} must be a literal dict of plain values") from None
+    return None
+
+
+def _globals_dict(values, filename: str, what: str) -> dict:
+    if not isinstance(values, dict) or not all(isinstance(key, str) and key.isidentifier() for key in values):
+        raise ProblemError(f"problem {filename}: {what} must be a dict of global names")
+    return values
+
+
+def _shape_sets(tree: ast.Module, filename: str) -> dict[str, tuple[Shape, ...]]:
+    """`SHAPES` (or the older `CONFIGS`) read without running the file: {"gpu"|"cpu": shapes, benchmarks first}."""
+    declared = _literal(tree, "SHAPES", filename)
+    if declared is not None:
+        if not isinstance(declared, dict) or not declared:
+            raise ProblemError(f"problem {filename}: SHAPES must map 'gpu' and/or 'cpu' to benchmark and test lists")
+        sets = {}
+        for device, kinds in declared.items():
+            if not isinstance(kinds, dict) or not kinds.get("benchmark") or set(kinds) - {"benchmark", "test"}:
+                raise ProblemError(f"problem {filename}: SHAPES[{device!r}] needs a non-empty 'benchmark' list")
+            sets[device] = tuple(
+                Shape(shape_name(_globals_dict(params, filename, f"SHAPES[{device!r}][{kind!r}]")), kind, params)
+                for kind in ("benchmark", "test")
+                for params in kinds.get(kind, [])
+            )
+        return sets
+    configs = _literal(tree, "CONFIGS", filename)
+    if configs is None:
+        return {}
+    if not isinstance(configs, dict):
+        raise ProblemError(f"problem {filename}: CONFIGS must map each config name to a dict of global names")
+    return {
+        name: (Shape(shape_name(params), "benchmark", _globals_dict(params, filename, f"CONFIGS[{name!r}]")),)
+        for name, params in configs.items()
+    }

@@ -7,7 +7,7 @@ from tests.evaluators.conftest import candidate
 def flags(source: str) -> list[str]:
     report = check_source(source)
     assert report.error is None
-    return report.suspicious
+    return [text for _, text in report.flags]
 
 
 def test_honest_triton_candidate_has_no_flags():

@@ -1,0 +1,38 @@
+"""Anti-cheat flags and their severity: a hard flag sets a candidate aside until a strict re-evaluation clears it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+Severity = Literal["hard", "soft"]
+
+# Hard: the measured speed cannot be trusted as it stands. Soft: worth a reader's look, changes nothing.
+SEVERITY: dict[str, Severity] = {
+    "beyond_plausible": "hard",  # a speedup past EvalOptions.max_speedup
+    "beyond_roofline": "hard",  # faster than the device's peaks allow
+    "no_custom_kernel": "hard",  # PyTorch calling PyTorch: no Triton, no CUDA/HIP source
+    "side_stream": "hard",  # work outlives the timed stream
+    "wall_clock": "hard",  # the candidate's timer and the parent's wall clock disagree
+    "no_wall_window": "hard",  # the timing could not be cross-checked at all
+    "monkey_patch": "soft",
+    "streams_threads": "soft",
+    "introspection": "soft",
+    "environment": "soft",
+    "torch_fallback": "soft",
+    "reference_timing": "soft",  # something odd in the reference's own timing
+}
+
+
+class Flag(BaseModel):
+    """One thing the evaluator found odd: a stable code, its severity, and a sentence for people."""
+
+    code: str
+    severity: Severity
+    text: str
+
+    @classmethod
+    def make(cls, code: str, text: str) -> Flag:
+        """A flag with the severity its code carries."""
+        return cls(code=code, severity=SEVERITY[code], text=text)

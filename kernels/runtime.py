@@ -1,0 +1,89 @@
+"""A problem's code at work inside an evaluator worker: per shape, its inputs, its reference and a candidate.
+
+Runs problem (and candidate) code, so only worker processes use it. Every format presents one call as a flat
+list of arguments, so the evaluator copies, checks and times every format the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import types
+from collections.abc import Callable
+
+import torch
+
+from kernels.problem import Problem, ProblemError, Shape, import_problem_module
+
+
+def seed_everything(seed: int) -> None:
+    """Seed every generator a problem's input generator or a module's constructor may draw from."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class ProblemRuntime:
+    """The KernelBench format: shape params are module globals; Model and ModelNew take the same arguments."""
+
+    candidate_entry = "ModelNew"
+
+    def __init__(self, problem: Problem, device: str):
+        self.problem, self.device = problem, device
+        self.module: types.ModuleType = import_problem_module(problem)
+        self.shape: Shape | None = None
+        self.accepts_dist = "dist" in inspect.signature(self.module.get_inputs).parameters
+
+    def use_shape(self, shape: Shape) -> None:
+        """Make `shape` current: its params become the module's globals."""
+        vars(self.module).update(shape.params)
+        self.shape = shape
+
+    def inputs(self, seed: int, dist: str) -> list:
+        """One call's arguments on the device, from the problem's own generator under `seed`."""
+        seed_everything(seed)
+        # Drawn on the device itself: sampling a 6 GiB input on the CPU costs seconds.
+        with torch.device(self.device):
+            raw = self.module.get_inputs(dist=dist) if self.accepts_dist else self.module.get_inputs()
+        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in raw]
+
+    def _build(self, model_class, seed: int) -> Callable:
+        # Model and ModelNew are built under the same seed so their parameters match (KernelBench's convention).
+        seed_everything(seed)
+        init_inputs = self.module.get_init_inputs()
+        seed_everything(seed)
+        return model_class(*init_inputs).to(self.device)
+
+    def reference(self, seed: int) -> Callable:
+        """The problem's reference for the current shape."""
+        return self._build(self.module.Model, seed)
+
+    def candidate(self, candidate: types.ModuleType, seed: int) -> Callable:
+        """The candidate's implementation for the current shape."""
+        model_class = getattr(candidate, self.candidate_entry, None)
+        if model_class is None:
+            raise AttributeError(f"the candidate does not define {self.candidate_entry}")
+        return self._build(model_class, seed)
+
+    def roofline(self) -> dict | None:
+        """{"flops", "bytes"} at the current shape, when the problem states its roofline."""
+        roofline = getattr(self.module, "roofline", None)
+        return roofline() if callable(roofline) else None
+
+    def tolerance(self) -> tuple[float | None, float | None]:
+        """(atol, rtol) the problem states; None where it leaves the evaluator's per-dtype default."""
+        return getattr(self.module, "ATOL", None), getattr(self.module, "RTOL", None)
+
+    def mutable_inputs(self) -> set[int]:
+        """Indices of arguments a call may write (an output buffer the format hands over); none here."""
+        return set()
+
+
+def problem_runtime(problem: Problem, device: str) -> ProblemRuntime:
+    """The runtime for the problem's format."""
+    if problem.format == "gpumode":
+        from kernels.gpumode import GpuModeRuntime
+
+        return GpuModeRuntime(problem, device)
+    if problem.format != "kernelbench":
+        raise ProblemError(f"problem {problem.name}: unknown format {problem.format!r}")
+    return ProblemRuntime(problem, device)
