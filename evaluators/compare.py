@@ -1,7 +1,7 @@
 """Comparison of candidate outputs with reference outputs (shape, dtype, NaN/Inf, tolerance), in the reference worker.
 
-The reference's process never runs candidate code, so it compares on its own device, in float64, and sends the
-parent only the verdict of each trial.
+The reference's process never runs candidate code, so it compares on its own device, in float64 and in chunks,
+and sends the parent only the verdict of each trial or checked repetition.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.handoff import HandoffError, output_path, read_outputs
+from evaluators.handoff import HandoffError, read_outputs
 
 # (atol, rtol) when neither the options nor the problem say: tight for fp32, looser for half types.
 # fp8 outputs have no sensible default; problems that return fp8 set ATOL/RTOL themselves.
@@ -38,77 +38,119 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
     return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
 
 
-def judge(directory: Path, phase: str, expected: list[list[torch.Tensor]], atol, rtol, max_bytes: int) -> list:
-    """Per trial, None when the candidate's outputs in `directory` match, else the mismatch as a dict.
+def judge(items: list[tuple[Path, list[torch.Tensor]]], atol, rtol, max_bytes: int, device: str, chunk: int) -> list:
+    """Per (candidate output file, expected outputs), None when they match, else the mismatch as a dict.
 
-    Stops at the first mismatch: the parent reports the first failing trial only.
+    Stops at the first mismatch: the parent reports the first failing trial or repetition only.
     """
     verdicts = []
-    for t, wanted in enumerate(expected):
+    for path, wanted in items:
         try:
-            found = read_outputs(output_path(directory, phase, t), max_bytes)
+            found = read_outputs(path, max_bytes)
         except HandoffError as exc:
             mismatch = Mismatch(f"outputs unreadable: {exc}", "")
         else:
-            mismatch = compare_outputs(found, wanted, atol, rtol)
+            mismatch = compare_outputs(found, wanted, atol, rtol, device, chunk)
         verdicts.append(asdict(mismatch) if mismatch else None)
         if mismatch:
             break
     return verdicts
 
 
-def compare_outputs(found: list[torch.Tensor], expected: list[torch.Tensor], atol, rtol) -> Mismatch | None:
-    """The first problem with `found` against `expected`, or None when every output is within tolerance."""
+def compare_outputs(
+    found: list[torch.Tensor], expected: list[torch.Tensor], atol, rtol, device: str = "cpu", chunk: int = 1 << 62
+) -> Mismatch | None:
+    """The first problem with `found` against `expected`, or None when every output is within tolerance.
+
+    Compared on `device`, `chunk` elements at a time, so a 6 GiB output never needs its float64 copies at once.
+    """
     if len(found) != len(expected):
         return Mismatch(f"returned {len(found)} outputs, expected {len(expected)}", "")
     for j, (out, ref) in enumerate(zip(found, expected, strict=True)):
-        problem = _compare_one(out, ref, *tolerance(ref.dtype, atol, rtol))
+        problem = _compare_one(out, ref, *tolerance(ref.dtype, atol, rtol), device, chunk)
         if problem:
             return Mismatch(f"output {j}: {problem.summary}", problem.details)
     return None
 
 
-def _compare_one(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> Mismatch | None:
+def _compare_one(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, device: str, chunk: int):
     if out.shape != ref.shape:
         return Mismatch(f"shape {tuple(out.shape)} found, {tuple(ref.shape)} expected", "")
     if out.dtype != ref.dtype:
         return Mismatch(f"dtype {out.dtype} found, {ref.dtype} expected", "")
     if out.numel() == 0:
         return None
-    out = out.to(ref.device)  # where the reference's outputs stay: the GPU compares 256 MiB in milliseconds
-    if not (ref.is_floating_point() or ref.is_complex()):
-        wrong = out != ref
-        if wrong.any():
-            where = _index(wrong.flatten().nonzero()[0].item(), ref.shape)
-            return Mismatch(f"{int(wrong.sum())} of {ref.numel()} values differ (first at {where})", "")
+    exact = not (ref.is_floating_point() or ref.is_complex())
+    tally = _Tally()
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    for lo in range(0, ref.numel(), chunk):
+        o = flat_out[lo : lo + chunk].to(device)
+        r = flat_ref[lo : lo + chunk].to(device)
+        problem = _exact_chunk(o, r, lo, tally) if exact else _float_chunk(o, r, lo, atol, rtol, tally)
+        if problem:
+            return Mismatch(problem.summary.format(where=_index(problem.details, ref.shape)), "")
+    if exact:
+        if tally.wrong:
+            return Mismatch(
+                f"{tally.wrong} of {ref.numel()} values differ (first at {_index(tally.first, ref.shape)})", ""
+            )
         return None
-    o, r = out.double(), ref.double()
+    if not tally.beyond:
+        return None
+    found, wanted = float(flat_out[tally.worst].double()), float(flat_ref[tally.worst].double())
+    summary = (
+        f"max abs err {tally.max_diff:.3g}, max rel err {tally.max_rel:.3g}; "
+        f"{tally.beyond} of {ref.numel()} elements beyond atol={atol:g} rtol={rtol:g}; "
+        f"worst at {_index(tally.worst, ref.shape)}: found {found:.6g}, expected {wanted:.6g}"
+    )
+    return Mismatch(summary, _row_sample(flat_out, flat_ref, tally.worst))
+
+
+class _Tally:
+    """What the chunks found so far."""
+
+    def __init__(self):
+        self.wrong, self.first = 0, None
+        self.beyond, self.worst, self.worst_excess = 0, 0, float("-inf")
+        self.max_diff, self.max_rel = 0.0, 0.0
+
+
+def _exact_chunk(o, r, lo, tally):
+    wrong = o != r
+    count = int(wrong.sum())
+    if count and tally.first is None:
+        tally.first = lo + int(wrong.nonzero()[0].item())
+    tally.wrong += count
+    return None
+
+
+def _float_chunk(o, r, lo, atol, rtol, tally):
+    o, r = o.double(), r.double()
     bad_nonfinite = ~torch.isfinite(o) & torch.isfinite(r)
     if bad_nonfinite.any():
-        first = bad_nonfinite.flatten().nonzero()[0].item()
+        first = lo + int(bad_nonfinite.nonzero()[0].item())
         n_nan = int((o.isnan() & bad_nonfinite).sum())
         n_inf = int(bad_nonfinite.sum()) - n_nan
-        return Mismatch(
-            f"{n_nan} NaN and {n_inf} Inf where the reference is finite (first at {_index(first, ref.shape)})", ""
-        )
+        # Counted in this chunk: the first one is what a debugger needs.
+        return Mismatch(f"{n_nan} NaN and {n_inf} Inf where the reference is finite (first at {{where}})", first)
     # Non-finite reference values must be matched exactly (same NaN places, same signed infinities).
     ref_special = ~torch.isfinite(r)
     if ref_special.any() and not torch.equal(o[ref_special].nan_to_num(0.0), r[ref_special].nan_to_num(0.0)):
-        return Mismatch("NaN/Inf of the reference not reproduced", "")
+        first = lo + int(ref_special.nonzero()[0].item())
+        return Mismatch("NaN/Inf of the reference not reproduced (near {where})", first)
     finite = ~ref_special
     diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
     excess = diff - (atol + rtol * r.abs())
-    if not (excess > 0).any():
-        return None
-    worst = int(excess.flatten().argmax())
+    tally.max_diff = max(tally.max_diff, diff.max().item())
     rel = diff / r.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    where = _index(worst, ref.shape)
-    summary = (
-        f"max abs err {diff.max().item():.3g}, max rel err {rel[finite].max().item():.3g}; "
-        f"{int((excess > 0).sum())} of {ref.numel()} elements beyond atol={atol:g} rtol={rtol:g}; "
-        f"worst at {where}: found {o.flatten()[worst].item():.6g}, expected {r.flatten()[worst].item():.6g}"
-    )
-    return Mismatch(summary, _row_sample(o, r, worst))
+    tally.max_rel = max(tally.max_rel, rel[finite].max().item() if finite.any() else 0.0)
+    count = int((excess > 0).sum())
+    if count:
+        tally.beyond += count
+        worst = int(excess.argmax())
+        if excess[worst].item() > tally.worst_excess:
+            tally.worst, tally.worst_excess = lo + worst, excess[worst].item()
+    return None
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:
@@ -121,6 +163,6 @@ def _index(flat: int, shape) -> tuple[int, ...]:
 
 def _row_sample(o: torch.Tensor, r: torch.Tensor, worst: int, width: int = 6) -> str:
     lo = max(0, worst - width // 2)
-    found = [f"{v:.5g}" for v in o.flatten()[lo : lo + width].tolist()]
-    expected = [f"{v:.5g}" for v in r.flatten()[lo : lo + width].tolist()]
+    found = [f"{v:.5g}" for v in o[lo : lo + width].double().tolist()]
+    expected = [f"{v:.5g}" for v in r[lo : lo + width].double().tolist()]
     return f"around the worst element (flat index {lo}..): found {found}\n  expected {expected}"

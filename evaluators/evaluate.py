@@ -1,60 +1,52 @@
-"""evaluate(): the cascade of static checks, build, correctness and timing, each stage bounded by a timeout.
+"""evaluate(): the cascade of static checks, build, correctness and timing per shape, each stage under a timeout.
 
-The reference and the candidate run in separate worker processes started together. The candidate leaves its
-outputs as files; the reference worker, which never runs candidate code, compares them on its own device and
-reports per-trial verdicts. Both go on to timing only when the candidate is correct; then the reference checks
-the outputs the candidate produced while being timed.
+A warm reference worker (reference_pool) holds the reference's outputs for every shape and trial and its timings;
+a fresh candidate worker runs the candidate. The candidate leaves its outputs as files, shape by shape; the
+reference, which never runs candidate code, compares them on its own device. Each benchmark shape is then timed
+on fresh inputs per repetition, and the outputs of repetitions sampled after they ran are checked by the
+reference on the very inputs they were given.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import random
 import shutil
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 from evaluators import verdicts
 from evaluators.channel import ChannelError
 from evaluators.handoff import handoff_dir
 from evaluators.options import EvalOptions
+from evaluators.reference_pool import EnvironmentFailure, reference_for
+from evaluators.reports import WorkerReport
 from evaluators.result import EvalResult
 from evaluators.sandbox import Worker, WorkerFailure
 from evaluators.static import check_source
 from evaluators.toolchain import device_kind, resolve_device, toolchain_key
-from kernels.problem import Problem, ProblemError, load_problem
+from evaluators.trials import trial_plan
+from kernels.problem import Problem, load_problem
+
+__all__ = ["EnvironmentFailure", "evaluate"]
 
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
-    "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol", "max_result_mb",
+    "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol",
+    "max_result_mb", "retained", "strict",
 }  # fmt: skip
-
-
-@dataclass
-class WorkerReport:
-    """One report from a worker: an event and its JSON metadata (no tensors ever cross the channel)."""
-
-    event: str
-    meta: dict
-
-    @classmethod
-    def read(cls, blob: bytes) -> WorkerReport:
-        """Decode a report; anything but {"event": str, "meta": dict} broke the protocol."""
-        try:
-            data = json.loads(blob)
-        except (ValueError, RecursionError) as exc:
-            raise ChannelError(f"a report that is not JSON ({type(exc).__name__})") from None
-        if not (isinstance(data, dict) and isinstance(data.get("event"), str) and isinstance(data.get("meta"), dict)):
-            raise ChannelError("a report without an event and its metadata")
-        return cls(data["event"], data["meta"])
 
 
 def evaluate(
     problem: Problem | str, candidate_source: str, device: str = "auto", options: EvalOptions | None = None
 ) -> EvalResult:
-    """Evaluate one candidate source against a problem; raises ProblemError/ValueError only for bad input."""
+    """Evaluate one candidate source against a problem.
+
+    Raises ProblemError/ValueError for bad input and EnvironmentFailure when the machine failed the reference.
+    """
     options = options or EvalOptions()
+    if options.strict:
+        options = options.model_copy(update={"trials": max(options.trials, 5)})
     problem = problem if isinstance(problem, Problem) else load_problem(problem)
     device = resolve_device(device)
     started = time.perf_counter()
@@ -64,6 +56,7 @@ def evaluate(
         problem=problem.name,
         config=problem.config_name(device),
         source_hash=hashlib.sha256(candidate_source.encode()).hexdigest()[:16],
+        strict=options.strict,
     )
     static = check_source(candidate_source)
     result.stages["static"] = time.perf_counter() - started
@@ -71,55 +64,72 @@ def evaluate(
         result.flag(code, text)
     if static.error:
         return verdicts.finish(result, "compile_error", static.error, "")
+    shapes = problem.shapes(device)
+    job = {
+        "device": device_kind(device),
+        "problem_path": str(problem.path),
+        "shapes": [shape.to_json() for shape in shapes],
+        "cache_dir": str(options.cache_dir),
+        **options.model_dump(include=WORKER_OPTIONS),
+    }
+    reference = reference_for(problem, device, options, job | {"nonce": 0})
+    result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
+    memory = reference.ready["memory"]
+    if not memory["fits"]:
+        return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
     with ExitStack() as cleanup:
-        outcome = _run_workers(problem, candidate_source, device, options, result, cleanup)
+        outcome = _judge(problem, shapes, candidate_source, device, options, result, reference, job, cleanup)
     outcome.stages["total"] = time.perf_counter() - started
     return outcome
 
 
-def _run_workers(problem, source, device, options, result, cleanup) -> EvalResult:
-    handoff = handoff_dir()
+def _judge(problem, shapes, source, device, options, result, reference, job, cleanup) -> EvalResult:
+    memory, meta = reference.ready["memory"], reference.ready
+    largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
+    handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
-    job = {
-        "device": device_kind(device),
-        "problem_path": str(problem.path),
-        "config": result.config,
-        "seed": options.seed,
-        "trials": options.trials,
-        "cache_dir": str(options.cache_dir),
-        "handoff_dir": str(handoff),
-        **options.model_dump(include=WORKER_OPTIONS),
-    }
-    toolchain = toolchain_key()
-    candidate = Worker("candidate", job | {"role": "candidate"}, source, options, toolchain, device)
+    job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff), "nonce": random.getrandbits(30)}
+    candidate = Worker("candidate", job, source, options, toolchain_key(), device)
     cleanup.callback(candidate.close)
-    reference = Worker("reference", job | {"role": "reference"}, None, options, toolchain, device)
-    cleanup.callback(reference.close)
-
-    outputs = _candidate_report(candidate, result, "outputs")
-    if isinstance(outputs, EvalResult):
-        return outputs
-    expected = _reference_report(reference, "ready")
-    reference.tell(b"c")
-    checked = _reference_report(reference, "comparison")
-    result.stages["compare"] = reference.stage_seconds.get("compare", 0.0)
-    if not verdicts.check_correctness(result, outputs, expected, checked, options, candidate.output_text()):
-        return result
+    plan = trial_plan(options.seed, options.trials)
+    for i, shape in enumerate(shapes):
+        outputs = _candidate_report(candidate, result, "outputs")
+        if isinstance(outputs, EvalResult):
+            return outputs
+        checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
+        _remove(handoff, f"s{i}-trial*")
+        if not verdicts.check_shape(
+            result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
+        ):
+            return result
+        if i + 1 < len(shapes):
+            candidate.tell({"cmd": "continue"})
+    result.stages["correctness"] = candidate.stage_seconds.get("correctness", 0.0)
     if not options.timing:
-        return verdicts.finish(result, "correct", "correct (not timed)", "")
+        return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
+    for i, shape in enumerate(shapes):
+        if shape.kind != "benchmark":
+            continue
+        reference_timing = reference.timing(i)
+        candidate.marks.clear()
+        candidate.tell({"cmd": "time", "shape": i})
+        timing = _candidate_report(candidate, result, "timing")
+        if isinstance(timing, EvalResult):
+            return timing
+        marks = dict(candidate.marks)
+        checked = reference.request(
+            {"cmd": "check_reps", "shape": i, "dir": str(handoff), "reps": timing.meta["kept"]}, "comparison"
+        )
+        _remove(handoff, f"s{i}-rep*")
+        if not verdicts.apply_shape_timing(result, i, timing, marks, reference_timing, checked, meta, options):
+            return result
+    result.stages["timing"] = candidate.stage_seconds.get("timing", 0.0)
+    return verdicts.summarize(result, options)
 
-    reference.tell(b"g")
-    candidate.tell(b"g")
-    reference_timing = _reference_report(reference, "timing")
-    timing = _candidate_report(candidate, result, "timing")
-    if isinstance(timing, EvalResult):
-        return timing
-    reference.tell(b"c")
-    timed = _reference_report(reference, "comparison")
-    result.stages["compare_timed"] = reference.stage_seconds.get("compare_timed", 0.0)
-    return verdicts.apply_timing(
-        result, timing, candidate.marks, reference_timing, reference.marks, expected, timed, options
-    )
+
+def _remove(directory, pattern: str) -> None:
+    for path in directory.glob(pattern):
+        path.unlink(missing_ok=True)
 
 
 def _candidate_report(candidate: Worker, result: EvalResult, event: str) -> WorkerReport | EvalResult:
@@ -130,6 +140,8 @@ def _candidate_report(candidate: Worker, result: EvalResult, event: str) -> Work
             raise ChannelError(f"{report.event!r} where {event!r} was expected")
         if report.event == "outputs" and not isinstance(report.meta.get("modified_inputs"), dict):
             raise ChannelError("outputs without the in-place check")
+        if report.event == "timing" and not _valid_kept(report.meta.get("kept")):
+            raise ChannelError("timing without the kept repetitions")
     except WorkerFailure as failure:
         return verdicts.from_failure(result, failure, candidate.stage_seconds)
     except ChannelError as exc:
@@ -142,15 +154,10 @@ def _candidate_report(candidate: Worker, result: EvalResult, event: str) -> Work
     return report
 
 
-def _reference_report(reference: Worker, event: str) -> WorkerReport:
-    """The reference's next report; any failure there is the problem's, not the candidate's."""
-    try:
-        got = WorkerReport.read(reference.next_blob())
-    except WorkerFailure as failure:
-        tail = failure.output.strip().splitlines()[-1:] or [""]
-        raise ProblemError(f"the reference failed: {failure.message}: {tail[0][:300]}") from None
-    if got.event == "error":
-        raise ProblemError(f"the reference failed in {got.meta['stage']}: {got.meta['message'].splitlines()[0]}")
-    if got.event != event:
-        raise ProblemError(f"the reference sent {got.event!r} where {event!r} was expected")
-    return got
+def _valid_kept(kept) -> bool:
+    """The kept repetitions are [[rep, seed], ...] of plain ints, at least one: the candidate's process sends them."""
+    return (
+        isinstance(kept, list)
+        and len(kept) > 0
+        and all(isinstance(k, list) and len(k) == 2 and all(type(v) is int for v in k) for k in kept)
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -22,15 +23,15 @@ class HandoffError(Exception):
     """The candidate's output file is missing, oversized or not a list of tensors (one-line message)."""
 
 
-def handoff_dir() -> Path:
-    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where present."""
-    base = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=base))
+def handoff_dir(needed_bytes: int = 0) -> Path:
+    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where it has the room."""
+    use_shm = SHM.is_dir() and os.access(SHM, os.W_OK) and shutil.disk_usage(SHM).free > 2 * needed_bytes
+    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=SHM if use_shm else None))
 
 
-def output_path(directory: str | Path, phase: str, index: int) -> Path:
-    """Where the candidate leaves its outputs of trial `index` ("trial") or of timing on its inputs ("timed")."""
-    return Path(directory) / f"{phase}{index}.pt"
+def output_path(directory: str | Path, shape: int, phase: str, index: int) -> Path:
+    """Where the candidate leaves its outputs of shape `shape`'s trial ("trial") or timed repetition ("rep") `index`."""
+    return Path(directory) / f"s{shape}-{phase}{index}.pt"
 
 
 def write_outputs(path: Path, outputs: list[torch.Tensor]) -> None:

@@ -38,6 +38,7 @@ class EvalOptions(BaseModel):
     lock_timeout_s: float = Field(1800.0, gt=0, description="longest wait for the device's timing lock")
     max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
     strict: bool = Field(False, description="a re-evaluation that checks every timed output, with more trials")
+    retained: int = Field(4, ge=1, description="timed repetitions whose outputs are kept, at random, and checked")
     peak_tflops: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_TFLOPS"))
     peak_gbps: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_GBPS"))
     atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")

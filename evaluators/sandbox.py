@@ -184,9 +184,9 @@ class Worker:
             return self.output.text()
         return self.output.text(join_timeout=2.0)
 
-    def tell(self, command: bytes) -> None:
-        """Let the worker continue past its checkpoint: b"c" compare the candidate's outputs, b"g" go to timing."""
-        os.write(self._ctl_w, command)
+    def tell(self, command: dict) -> None:
+        """Send the worker its next command, one JSON line on the control pipe."""
+        os.write(self._ctl_w, json.dumps(command).encode() + b"\n")
 
     def kill(self) -> None:
         """Kill the worker's whole process group."""

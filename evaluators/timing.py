@@ -1,17 +1,24 @@
-"""Worker-side timing: clocks bound before candidate code, cache flush, input rotation, side-stream probe.
+"""Worker-side timing: clocks bound before candidate code, cache flush, fresh inputs every repetition.
 
-The same routine times the reference (in its own process) and the candidate, so their ratio is fair.
+The same routine times the reference (in its own process) and the candidate, so their ratio is fair. Every timed
+repetition gets inputs drawn anew (new contents, new allocations, a few sets alive in a shuffled order), so no
+cache keyed on pointers, shapes or sampled elements can replay an earlier answer; a reservoir sample of the
+repetitions' outputs, drawn after each one ran, is kept for the reference to check on those very inputs.
 """
 
 from __future__ import annotations
 
 import fcntl
+import random
 import statistics
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from evaluators.trials import flatten_outputs
 
 
 class Clocks:
@@ -54,79 +61,167 @@ def device_key(device: str) -> str:
     return f"cuda-{torch.cuda.get_device_properties(0).uuid}"
 
 
-def time_calls(call, n_sets: int, job: dict, clocks: Clocks, mark) -> tuple[dict, dict[int, object]]:
-    """Time `call(i)` (a run on input set i % n_sets); returns timing facts and the last output of every set."""
-    if clocks.device == "cuda":
-        return _time_cuda(call, n_sets, job, clocks, mark)
-    return _time_interpreter(call, n_sets, job, clocks, mark)
+@dataclass
+class TimingPlan:
+    """One shape's timing: budgets from the job and the memory plan's limits."""
+
+    warmup_ms: float
+    rep_ms: float
+    min_reps: int
+    max_reps: int
+    cpu_reps: int
+    flush_mb: int
+    timing_sets: int
+    retain: int  # outputs kept for the after-the-fact check; 0 for the reference
+    retain_all: bool = False  # strict: every timed output is kept (the repetition count is capped to fit)
+    retained_device: str = "cpu"
 
 
-def _time_interpreter(call, n_sets, job, clocks, mark):
-    last = {k: call(k) for k in range(n_sets)}  # warm-up, and an output of every set for the reference's check
-    times = []
-    for i in range(job["cpu_reps"]):
-        start = clocks.now()
-        last[i % n_sets] = call(i)
-        times.append((clocks.now() - start) * 1e3)
-    wall_calls = 2
-    mark("wall:begin")
-    for i in range(wall_calls):
-        last[i % n_sets] = call(i)
-    mark("wall:end")
-    return {"times_ms": times, "side_stream_ms": 0.0, "wall_calls": wall_calls, "label": "interpreter"}, last
+def rep_seed(nonce: int, shape: int, rep: int) -> int:
+    """The seed of repetition `rep`'s inputs: the reference redraws them from it to check the output."""
+    return (nonce * 1_000_003 + shape * 10_007 + rep) % (2**31 - 1)
 
 
-def _time_cuda(call, n_sets, job, clocks, mark):
-    # Zeroing a buffer twice the largest last-level cache (MI300X: 256 MB Infinity Cache) evicts every input.
-    flush = torch.empty(job["flush_mb"] << 20, dtype=torch.int8, device="cuda")
-    last = {}
-    clocks.sync()
-    start = clocks.now()
-    for i in range(max(5, n_sets)):  # also leaves an output of every set for the reference's check
-        flush.zero_()
-        last[i % n_sets] = call(i)
-    clocks.sync()
-    estimate_ms = max((clocks.now() - start) * 1e3 / max(5, n_sets), 1e-3)
-    for i in range(max(1, int(job["warmup_ms"] / estimate_ms))):
-        last[i % n_sets] = call(i)
-    reps = min(max(int(job["rep_ms"] / estimate_ms), job["min_reps"]), job["max_reps"])
-    starts = [clocks.Event(enable_timing=True) for _ in range(reps)]
-    ends = [clocks.Event(enable_timing=True) for _ in range(reps)]
-    clocks.sync()
-    for i in range(reps):
-        flush.zero_()
-        clocks.record(starts[i])
-        last[i % n_sets] = call(i)
-        clocks.record(ends[i])
-    clocks.sync()
-    times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
-    side_stream_ms = _side_stream_probe(call, flush, clocks)
-    wall_calls = min(max(int(50 / estimate_ms), 3), 500)
-    clocks.sync()
-    mark("wall:begin")
-    for i in range(wall_calls):
-        last[i % n_sets] = call(i)
-    clocks.sync()
-    mark("wall:end")
-    facts = {"times_ms": times, "side_stream_ms": side_stream_ms, "wall_calls": wall_calls, "label": "cuda-events"}
-    return facts, last
+def time_calls(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int):
+    """Time `call(args)` on fresh inputs per repetition; returns timing facts and {rep: outputs} kept for checking."""
+    timer = _CudaTimer if clocks.device == "cuda" else _InterpreterTimer
+    return timer(call, fresh_inputs, plan, clocks, mark, nonce, shape).run()
 
 
-def _side_stream_probe(call, flush, clocks) -> float:
-    """Milliseconds of device work still running after the timed stream's end event: work on other streams."""
-    idle = []
-    for _ in range(5):
-        start = clocks.now()
+class _Reservoir:
+    """A uniform sample of `size` repetitions' outputs, each kept or not only after it was produced."""
+
+    def __init__(self, size: int, keep_all: bool, device: str):
+        self.size, self.keep_all, self.device = size, keep_all, device
+        self.kept: dict[int, list[torch.Tensor]] = {}
+        self.rng = random.Random()  # seeded from the OS: nothing the candidate saw decides the sample
+        self.seen = 0
+
+    def offer(self, rep: int, output) -> None:
+        self.seen += 1
+        if self.keep_all or len(self.kept) < self.size:
+            self.kept[rep] = flatten_outputs(output, self.device)
+            return
+        slot = self.rng.randrange(self.seen)
+        if slot < self.size:
+            del self.kept[self.rng.choice(list(self.kept))]
+            self.kept[rep] = flatten_outputs(output, self.device)
+
+
+class _Timer:
+    def __init__(self, call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int):
+        self.call, self.fresh_inputs, self.plan, self.clocks, self.mark = call, fresh_inputs, plan, clocks, mark
+        self.nonce, self.shape = nonce, shape
+        self.alive: list[list] = []  # input sets kept allocated, so addresses come from a shuffled pool
+        self.rng = random.Random()
+        self.drawn = 0
+        self.seed = 0
+
+    def next_inputs(self) -> list:
+        """A fresh input set, never drawn before in this evaluation, dropping a random older one; its seed in .seed."""
+        if len(self.alive) >= self.plan.timing_sets:
+            self.alive.pop(self.rng.randrange(len(self.alive)))
+        self.seed = rep_seed(self.nonce, self.shape, self.drawn)
+        self.drawn += 1
+        args = self.fresh_inputs(self.seed)
+        self.alive.append(args)
+        return args
+
+    def wall_window(self, calls: int) -> None:
+        """Calls between two marks the parent timestamps: its own clock cross-checks ours."""
+        sets = self.alive or [self.next_inputs()]
+        self.clocks.sync()
+        self.mark("wall:begin")
+        for i in range(calls):
+            self.call(sets[i % len(sets)])
+        self.clocks.sync()
+        self.mark("wall:end")
+
+
+class _InterpreterTimer(_Timer):
+    def run(self):
+        reservoir = _Reservoir(max(self.plan.retain, self.plan.cpu_reps), True, "cpu")
+        times, seeds = [], []
+        self.call(self.next_inputs())  # warm-up (the interpreter's first call parses the kernel)
+        for rep in range(self.plan.cpu_reps):
+            args = self.next_inputs()
+            seeds.append(self.seed)
+            start = self.clocks.now()
+            output = self.call(args)
+            times.append((self.clocks.now() - start) * 1e3)
+            if self.plan.retain:
+                reservoir.offer(rep, output)
+        wall_calls = 2
+        self.wall_window(wall_calls)
+        facts = {"times_ms": times, "side_stream_ms": 0.0, "wall_calls": wall_calls, "label": "interpreter"}
+        return facts | {"seeds": seeds}, reservoir.kept
+
+
+class _CudaTimer(_Timer):
+    def run(self):
+        plan, clocks = self.plan, self.clocks
+        # Zeroing a buffer twice the largest last-level cache (MI300X: 256 MB Infinity Cache) evicts every input.
+        flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda")
+        estimate_ms = self._estimate(flush)
+        for _ in range(max(1, int(plan.warmup_ms / estimate_ms))):
+            self.call(self.alive[-1])
+        reps = min(max(int(plan.rep_ms / estimate_ms), plan.min_reps), plan.max_reps)
+        if plan.retain_all:
+            reps = min(reps, max(plan.retain, 3))
+        seeds = []
+        reservoir = _Reservoir(plan.retain, plan.retain_all, plan.retained_device)
+        starts = [clocks.Event(enable_timing=True) for _ in range(reps)]
+        ends = [clocks.Event(enable_timing=True) for _ in range(reps)]
         clocks.sync()
-        idle.append(clocks.now() - start)
-    leftover = []
-    for i in range(5):
-        flush.zero_()
-        end = clocks.Event(enable_timing=True)
-        call(i)
-        clocks.record(end)
-        clocks.wait_event(end)
-        start = clocks.now()
+        for rep in range(reps):
+            args = self.next_inputs()
+            seeds.append(self.seed)
+            flush.zero_()
+            clocks.record(starts[rep])
+            output = self.call(args)
+            clocks.record(ends[rep])
+            if plan.retain:
+                reservoir.offer(rep, output)
+            del output
         clocks.sync()
-        leftover.append(clocks.now() - start)
-    return max(0.0, (statistics.median(leftover) - statistics.median(idle)) * 1e3)
+        times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
+        side_stream_ms = self._side_stream_probe(flush)
+        wall_calls = min(max(int(50 / estimate_ms), 3), 500)
+        self.wall_window(wall_calls)
+        facts = {"times_ms": times, "side_stream_ms": side_stream_ms, "wall_calls": wall_calls, "label": "cuda-events"}
+        return facts | {"seeds": seeds}, reservoir.kept
+
+    def _estimate(self, flush) -> float:
+        """Milliseconds per call from a few event-timed calls (each on fresh inputs): sizes the warm-up and reps."""
+        clocks = self.clocks
+        spans = []
+        for _ in range(3):
+            args = self.next_inputs()
+            flush.zero_()
+            start, end = clocks.Event(enable_timing=True), clocks.Event(enable_timing=True)
+            clocks.record(start)
+            self.call(args)
+            clocks.record(end)
+            clocks.sync()
+            spans.append(clocks.elapsed(start, end))
+        return max(statistics.median(spans), 1e-3)
+
+    def _side_stream_probe(self, flush) -> float:
+        """Milliseconds of device work still running after the timed stream's end event: work on other streams."""
+        clocks = self.clocks
+        idle = []
+        for _ in range(5):
+            start = clocks.now()
+            clocks.sync()
+            idle.append(clocks.now() - start)
+        leftover = []
+        for i in range(5):
+            flush.zero_()
+            end = clocks.Event(enable_timing=True)
+            self.call(self.alive[i % len(self.alive)])
+            clocks.record(end)
+            clocks.wait_event(end)
+            start = clocks.now()
+            clocks.sync()
+            leftover.append(clocks.now() - start)
+        return max(0.0, (statistics.median(leftover) - statistics.median(idle)) * 1e3)

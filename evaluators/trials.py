@@ -1,13 +1,11 @@
-"""Worker-side helpers for correctness: seeded inputs and models, defensive copies, allocator poisoning."""
+"""Worker-side helpers for correctness: the trial plan, defensive copies or fingerprints, allocator poisoning."""
 
 from __future__ import annotations
 
-import inspect
-import random
-
 import torch
 
-DISTRIBUTIONS = ("normal", "uniform", "heavy")
+from kernels.inputs import DISTRIBUTIONS
+
 _EQUAL = torch.equal  # bound at import, before candidate code can replace torch.equal
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -17,37 +15,33 @@ def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:
     return [(seed + 1000 * (i + 1), DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(trials)]
 
 
-def seed_everything(seed: int) -> None:
-    """Seed every generator a problem's get_inputs or a module's constructor may draw from."""
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def accepts_dist(module) -> bool:
-    """Whether the problem's get_inputs takes a `dist` argument (bundled problems do; KernelBench's don't)."""
-    return "dist" in inspect.signature(module.get_inputs).parameters
-
-
-def make_inputs(module, seed: int, dist: str, device: str) -> list:
-    """One trial's inputs on `device`, from the problem's own generator under `seed`."""
-    seed_everything(seed)
-    # Drawn on the device itself: sampling a 256 MiB input on the CPU costs seconds per trial.
-    with torch.device(device):
-        raw = module.get_inputs(dist=dist) if accepts_dist(module) else module.get_inputs()
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
-
-
-def make_model(model_class, module, seed: int, device: str):
-    """Model or ModelNew, built under the same seed so their parameters match (KernelBench's convention)."""
-    seed_everything(seed)
-    init_inputs = module.get_init_inputs()
-    seed_everything(seed)
-    return model_class(*init_inputs).to(device)
-
-
 def copies(inputs: list) -> list:
     """Fresh copies for one call, so what the callee does to them cannot reach the originals."""
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def fingerprints(inputs: list, chunk: int) -> list:
+    """Per tensor input, two position-weighted sums of its bits: the in-place check when a copy does not fit."""
+    prints = []
+    for x in inputs:
+        if not isinstance(x, torch.Tensor):
+            prints.append(None)
+            continue
+        flat = x.detach().reshape(-1)
+        flat = flat.view(_BITS[flat.element_size()]) if flat.element_size() in _BITS else flat
+        plain, weighted = 0, 0
+        for lo in range(0, flat.numel(), chunk):
+            part = flat[lo : lo + chunk].to(torch.int64)
+            weights = torch.arange(lo, lo + part.numel(), device=part.device) % 65521 + 1
+            plain += int(part.sum())
+            weighted += int((part * weights).sum())
+        prints.append((x.shape, x.dtype, plain, weighted))
+    return prints
+
+
+def changed_prints(before: list, after: list) -> list[int]:
+    """Indices whose fingerprint changed across the call."""
+    return [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
 
 
 def modified(originals: list, handed: list) -> list[int]:

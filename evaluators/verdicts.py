@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
+from evaluators.result import EvalResult, ShapeResult
 from evaluators.roofline import device_peaks, roofline_report
 from evaluators.sandbox import WorkerFailure
 from evaluators.toolchain import device_kind
-from evaluators.trials import trial_plan
-from kernels.problem import ProblemError
+from kernels.problem import ProblemError, Shape
 
 # Seen from outside, one call may cost this much more than the worker's own clock says (launch, pipe latency).
 WALL_ALLOWANCE_MS = {"cuda": 0.05, "cpu": 5.0}
@@ -41,55 +41,98 @@ def from_error(result: EvalResult, report: dict, output: str) -> EvalResult:
     return finish(result, report["kind"], message, _with_output(report["traceback"], output))
 
 
-def check_correctness(result: EvalResult, outputs, expected, checked, options: EvalOptions, output: str) -> bool:
-    """Walk the trials in order; at the first input modified in place or output mismatch, set `incorrect`."""
-    plan = trial_plan(options.seed, options.trials)
-    mismatches = checked.meta["trials"]
+def check_shape(result: EvalResult, shape: Shape, outputs, checked, plan, dist_supported: bool, output: str) -> bool:
+    """Walk one shape's trials in order; at the first input modified in place or mismatch, set `incorrect`."""
+    shape_result = ShapeResult(name=shape.name, kind=shape.kind, status="correct")
+    result.shapes.append(shape_result)
+    mismatches = checked.meta["checks"]
     for t, (seed, dist) in enumerate(plan):
-        label = f"trial {t} (seed {seed}, {dist} inputs)" if expected.meta.get("dist_supported") else f"trial {t}"
+        label = f"shape {shape.name}, trial {t}" + (f" (seed {seed}, {dist} inputs)" if dist_supported else "")
         changed = outputs.meta["modified_inputs"].get(str(t), [])
         if changed:
             message = f"incorrect: {label}: the candidate modified input(s) {changed} in place"
-            finish(result, "incorrect", message, _with_output(message, output))
+            _fail_shape(result, shape_result, message, message, output)
             return False
-        mismatch = mismatches[t]  # the reference stops after the first mismatch, so t never runs past it
+        mismatch = mismatches[t] if t < len(mismatches) else None  # the reference stops at the first mismatch
         if mismatch:
             message = f"incorrect: {label}: {mismatch['summary']}"
-            finish(result, "incorrect", message, _with_output(f"{message}\n{mismatch['details']}", output))
+            _fail_shape(result, shape_result, message, f"{message}\n{mismatch['details']}", output)
             return False
     return True
 
 
-def apply_timing(result: EvalResult, timing, marks, reference, reference_marks, expected, timed, options) -> EvalResult:
-    """Runtime, baseline, speedup, spread, roofline and the timing-related flags."""
-    for k, mismatch in enumerate(timed.meta["trials"]):
+def _fail_shape(result: EvalResult, shape_result: ShapeResult, message: str, diagnostics: str, output: str) -> None:
+    shape_result.status, shape_result.message = "incorrect", message
+    finish(result, "incorrect", message, _with_output(diagnostics, output))
+
+
+def apply_shape_timing(result: EvalResult, index: int, timing, marks, reference, checked, meta, options) -> bool:
+    """One benchmark shape's runtime, baseline, speedup and roofline; a kept repetition that mismatches is incorrect.
+
+    `index` is the shape's place in the problem's shapes; `reference` is the reference's (timing report, marks).
+    """
+    shape_result = result.shapes[index]
+    for (rep, _seed), mismatch in zip(timing.meta["kept"], checked.meta["checks"], strict=False):
         if mismatch:
-            message = f"incorrect: output while timing on trial {k}'s inputs differs (replayed result?): "
-            return finish(result, "incorrect", message + mismatch["summary"], mismatch["details"])
+            message = (
+                f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
+                f"on the inputs it was given (a replayed or cached result?): {mismatch['summary']}"
+            )
+            _fail_shape(result, shape_result, message, f"{message}\n{mismatch['details']}", "")
+            return False
     device = device_kind(result.device)
     runtime, spread, notes = _measured(timing.meta, marks, device, "candidate")
-    baseline, _, reference_notes = _measured(reference.meta, reference_marks, device, "reference")
-    result.suspicious.extend(notes + reference_notes)
-    result.runtime_ms, result.baseline_ms, result.spread = runtime, baseline, spread
-    result.speedup = baseline / runtime if runtime > 0 else None
+    baseline, _, reference_notes = _measured(reference[0].meta, reference[1], device, "reference")
+    for code, text in notes:
+        result.flag(code, f"shape {shape_result.name}: {text}")
+    for _, text in reference_notes:
+        result.flag("reference_timing", f"shape {shape_result.name}: {text}")
+    shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
+    shape_result.speedup = baseline / runtime if runtime > 0 else None
+    shape_result.reps = len(timing.meta["times_ms"])
     result.timing = timing.meta["label"]
-    result.reps = len(timing.meta["times_ms"])
-    if result.speedup and result.speedup > options.max_speedup:
-        result.suspicious.append(f"speedup {result.speedup:.1f}x is beyond the plausible {options.max_speedup:g}x")
-    work = expected.meta.get("roofline")
+    work, dtype = meta["shapes"][index]["roofline"], meta["shapes"][index]["dtype"]
     if work:
-        peaks = device_peaks(expected.meta["device_name"]) if device == "cuda" else None
-        result.roofline = roofline_report(
-            work, expected.meta["dtype"], runtime, peaks, options.peak_tflops, options.peak_gbps
+        peaks = device_peaks(meta["device_name"]) if device == "cuda" else None
+        roof = roofline_report(work, dtype, runtime, peaks, options.peak_tflops, options.peak_gbps)
+        shape_result.roofline, shape_result.roofline_fraction = roof, roof.fraction
+    return True
+
+
+def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
+    """The summary over benchmark shapes: geometric-mean speedup, the first shape's times, and the flags."""
+    timed = [s for s in result.shapes if s.kind == "benchmark" and s.speedup]
+    first = timed[0]
+    result.speedup = math.exp(sum(math.log(s.speedup) for s in timed) / len(timed))
+    result.runtime_ms, result.baseline_ms, result.spread = first.runtime_ms, first.baseline_ms, first.spread
+    result.reps, result.roofline = first.reps, first.roofline
+    fastest = max(timed, key=lambda s: s.speedup)
+    if fastest.speedup > options.max_speedup:
+        where = f" at shape {fastest.name}" if len(timed) > 1 else ""
+        result.flag(
+            "beyond_plausible",
+            f"speedup {fastest.speedup:.1f}x{where} is beyond the plausible {options.max_speedup:g}x",
         )
-        if result.roofline.fraction and result.roofline.fraction > 1.0:
-            result.suspicious.append(f"faster than the roofline allows ({result.roofline.fraction:.0%} of the bound)")
+    for s in timed:
+        if s.roofline_fraction and s.roofline_fraction > 1.0:
+            result.flag(
+                "beyond_roofline",
+                f"shape {s.name}: faster than the roofline allows ({s.roofline_fraction:.0%} of the bound)",
+            )
     label = " (Triton interpreter timings, not GPU performance)" if result.timing == "interpreter" else ""
-    summary = f"correct: {runtime:.4g} ms vs {baseline:.4g} ms reference, speedup {result.speedup:.3g}x{label}"
-    return finish(result, "correct", summary, "")
+    if len(timed) == 1:
+        summary = (
+            f"correct: {first.runtime_ms:.4g} ms vs {first.baseline_ms:.4g} ms reference, speedup {result.speedup:.3g}x"
+        )
+    else:
+        summary = (
+            f"correct on {len(result.shapes)} shapes: geometric-mean speedup {result.speedup:.3g}x "
+            f"over {len(timed)} benchmark shapes"
+        )
+    return finish(result, "correct", summary + label, "")
 
 
-def _measured(facts: dict, marks: dict, device: str, who: str) -> tuple[float, float, list[str]]:
+def _measured(facts: dict, marks: dict, device: str, who: str) -> tuple[float, float, list[tuple[str, str]]]:
     """Median (plus side-stream leftovers), interquartile spread, and flags from the wall-clock cross-check."""
     times = facts["times_ms"]
     median = statistics.median(times)
@@ -99,17 +142,27 @@ def _measured(facts: dict, marks: dict, device: str, who: str) -> tuple[float, f
     side = facts["side_stream_ms"]
     runtime = median + side
     if side > max(0.02, 0.05 * median):
-        notes.append(f"{who}: work on other streams outlives the timed stream by {side:.3g} ms per call (counted)")
+        notes.append(
+            (
+                "side_stream",
+                f"{who}: work on other streams outlives the timed stream by {side:.3g} ms per call (counted)",
+            )
+        )
     if "wall:begin" in marks and "wall:end" in marks:
         wall = (marks["wall:end"] - marks["wall:begin"]) * 1e3 / facts["wall_calls"]
         if wall > 1.5 * runtime + WALL_ALLOWANCE_MS[device]:
             notes.append(
-                f"{who}: its timer says {runtime:.4g} ms per call but the wall clock outside its process says "
-                f"{wall:.4g} ms: timer patched? the wall-clock figure is used"
+                (
+                    "wall_clock",
+                    f"{who}: its timer says {runtime:.4g} ms per call but the wall clock outside its process says "
+                    f"{wall:.4g} ms: timer patched? the wall-clock figure is used",
+                )
             )
             runtime = wall
     else:
-        notes.append(f"{who}: no wall-clock window was reported; its timing could not be cross-checked")
+        notes.append(
+            ("no_wall_window", f"{who}: no wall-clock window was reported; its timing could not be cross-checked")
+        )
     return runtime, spread, notes
 
 

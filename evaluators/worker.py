@@ -1,9 +1,11 @@
 """Worker process (`python -m evaluators.worker JOB CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
 
-Reports go to the parent as JSON blobs over the channel; tensors never do. The candidate leaves its outputs as
-files in the handoff directory; the reference, which never runs candidate code, keeps its own outputs on its
-device and compares when the parent says so. Clocks and the load_inline wrapper are installed before candidate
-code is imported.
+Reports go to the parent as JSON blobs over the channel; tensors never do. Commands come from the parent as JSON
+lines on the control pipe. The reference worker, which never runs candidate code, plans device memory, keeps its
+outputs for every shape and trial, and answers commands (compare, time, check repetitions) for as many candidates
+as the parent sends its way. A candidate worker is fresh for each candidate: it leaves its outputs as files in the
+handoff directory, shape by shape, then times each benchmark shape when told. Clocks and the load_inline wrapper
+are installed before candidate code is imported.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from evaluators import buildshim, trials
 from evaluators.channel import ChannelWriter
 from evaluators.compare import judge
 from evaluators.handoff import output_path, write_outputs
-from evaluators.timing import Clocks, device_key, device_lock, time_calls
-from kernels.problem import ProblemError, import_problem_module, load_problem
+from evaluators.memory import ShapeSizes, plan_memory, unbounded_plan
+from evaluators.timing import Clocks, TimingPlan, device_key, device_lock, time_calls
+from kernels.problem import ProblemError, Shape, load_problem
+from kernels.runtime import problem_runtime
 
 ROOFLINE_DTYPES = {
     torch.float64: "fp64",
@@ -31,18 +35,19 @@ ROOFLINE_DTYPES = {
     torch.float16: "fp16",
     torch.bfloat16: "bf16",
 }
-COMPARE, GO = b"c", b"g"
 
 
 class Session:
-    """One worker's run: the job, the channel, the current stage."""
+    """One worker's run: the job, the channel, the control pipe, the current stage."""
 
     def __init__(self, job: dict, channel: ChannelWriter, control_fd: int):
-        self.job, self.channel, self.control_fd = job, channel, control_fd
+        self.job, self.channel = job, channel
+        self.control = os.fdopen(control_fd, "rb", buffering=0)
         self.device = job["device"]
-        self.handoff = Path(job["handoff_dir"])
         self.stage = "startup"
         self.clocks = Clocks(self.device)
+        self.shapes = [Shape.from_json(s) for s in job["shapes"]]
+        self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
 
     def enter(self, stage: str) -> None:
         """Tell the parent a new stage began (its timeout starts now)."""
@@ -53,101 +58,218 @@ class Session:
         """One report: an event name and JSON metadata."""
         self.channel.blob(json.dumps({"event": event, "meta": meta}).encode())
 
-    def wait_for(self, command: bytes) -> bool:
-        """Block until the parent sends `command` (True) or closes the control pipe, having seen enough (False)."""
+    def command(self) -> dict | None:
+        """The parent's next command, or None once it closed the control pipe (it has seen enough)."""
         self.enter("wait")
-        got = os.read(self.control_fd, 1)
-        if got and got != command:
-            raise RuntimeError(f"the parent sent {got!r} where {command!r} was expected")
-        return got == command
+        line = self.control.readline()
+        return json.loads(line) if line else None
 
-    def problem_module(self):
-        problem = load_problem(self.job["problem_path"])
-        return import_problem_module(problem, self.job["config"])
+    def trial_inputs(self, seed: int, dist: str) -> list:
+        return self.runtime.inputs(seed, dist)
 
-    def trial_inputs(self, module) -> list[list]:
-        plan = trials.trial_plan(self.job["seed"], self.job["trials"])
-        return [trials.make_inputs(module, seed, dist, self.device) for seed, dist in plan]
+    def timing_plan(self, memory: dict, retain: int, retain_all: bool) -> TimingPlan:
+        job = self.job
+        return TimingPlan(
+            warmup_ms=job["warmup_ms"],
+            rep_ms=job["rep_ms"],
+            min_reps=job["min_reps"],
+            max_reps=job["max_reps"],
+            cpu_reps=job["cpu_reps"],
+            flush_mb=job["flush_mb"],
+            timing_sets=memory["timing_sets"],
+            retain=retain,
+            retain_all=retain_all,
+            retained_device=self.device if memory["retained_on_device"] else "cpu",
+        )
 
-    def run_timing(self, model, inputs: list[list]) -> tuple[dict, dict[int, object]]:
-        """Time `model` on rotating copies of the trial inputs under the device's lock: facts, last output per set."""
+    def timed(self, model, shape: int, plan: TimingPlan) -> tuple[dict, dict]:
+        """Time `model` on fresh inputs at shape `shape` under the device's lock: facts, kept outputs by repetition."""
         self.enter("lock")
-        sets = [trials.copies(x) for x in inputs]
         with device_lock(Path(self.job["cache_dir"]), device_key(self.device)):
             self.enter("timing")
             with torch.no_grad():
-                facts, last = time_calls(
-                    lambda i: model(*sets[i % len(sets)]), len(sets), self.job, self.clocks, self.channel.mark
+                facts, kept = time_calls(
+                    lambda args: model(*args),
+                    lambda seed: self.runtime.inputs(seed, "normal"),
+                    plan,
+                    self.clocks,
+                    self.channel.mark,
+                    self.job["nonce"],
+                    shape,
                 )
             self.clocks.sync()
-        return facts, last
+        return facts, kept
+
+
+def shape_sizes(session: Session, shape: Shape, model) -> ShapeSizes:
+    """Bytes of one call's inputs and outputs, found on the meta device (nothing allocated); else by a real call."""
+    runtime = session.runtime
+    try:
+        args = runtime.inputs(0, "normal", device="meta")
+        with torch.no_grad():
+            output = model.to("meta")(*args) if isinstance(model, torch.nn.Module) else model(*args)
+        return ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
+    except Exception:  # an op without a meta kernel: measure one real call instead
+        model = runtime.reference(session.job["seed"])
+        args = runtime.inputs(0, "normal")
+        with torch.no_grad():
+            output = model(*args)
+        sizes = ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
+        del model, args, output
+        torch.cuda.empty_cache()
+        return sizes
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return 0
+
+
+def plan_for(session: Session) -> dict:
+    """The memory plan for every shape, before the reference allocates anything."""
+    job = session.job
+    if session.device != "cuda":
+        return unbounded_plan(job["retained"]).to_json()
+    sizes = []
+    for shape in session.shapes:
+        session.runtime.use_shape(shape)
+        sizes.append(shape_sizes(session, shape, session.runtime.reference(job["seed"])))
+    free, total = torch.cuda.mem_get_info()
+    plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
+    return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 
 
 def run_reference(session: Session) -> None:
-    """Reference outputs for every trial, kept on the device; then compare, time, compare, as the parent says."""
+    """Plan memory, keep the reference's outputs for every shape and trial, then serve the parent's commands."""
+    job, runtime, device = session.job, session.runtime, session.device
+    session.enter("plan")
+    memory = plan_for(session)
+    if not memory["fits"]:
+        session.send("ready", {"memory": memory})
+        return
     session.enter("correctness")
-    module = session.problem_module()
-    inputs = session.trial_inputs(module)
-    model = trials.make_model(module.Model, module, session.job["seed"], session.device)
-    with torch.no_grad():
-        expected = [trials.flatten_outputs(model(*trials.copies(x)), session.device) for x in inputs]
-    job = session.job
-    atol = job["atol"] if job["atol"] is not None else getattr(module, "ATOL", None)
-    rtol = job["rtol"] if job["rtol"] is not None else getattr(module, "RTOL", None)
-    roofline = module.roofline() if callable(getattr(module, "roofline", None)) else None
-    meta = {
-        "roofline": roofline,
-        "dtype": _roofline_dtype(inputs[0]),
-        "dist_supported": trials.accepts_dist(module),
-        "device_name": torch.cuda.get_device_name() if session.device == "cuda" else "cpu",
-    }
-    session.send("ready", meta)
+    keep_on = device if memory["expected_on_device"] else "cpu"
+    plan = trials.trial_plan(job["seed"], job["trials"])
+    expected, shapes_meta = [], []
+    for shape in session.shapes:
+        runtime.use_shape(shape)
+        model = runtime.reference(job["seed"])
+        outputs = []
+        with torch.no_grad():
+            for seed, dist in plan:
+                args = runtime.inputs(seed, dist)
+                outputs.append(trials.flatten_outputs(model(*args), keep_on))
+                dtype = _roofline_dtype(args)
+                del args
+        expected.append(outputs)
+        shapes_meta.append({"roofline": runtime.roofline(), "dtype": dtype})
+        del model
+    if device == "cuda":
+        torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
+    atol, rtol = runtime.tolerance()
+    atol = job["atol"] if job["atol"] is not None else atol
+    rtol = job["rtol"] if job["rtol"] is not None else rtol
+    session.send(
+        "ready",
+        {
+            "memory": memory,
+            "shapes": shapes_meta,
+            "dist_supported": runtime.accepts_dist,
+            "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        },
+    )
     limit = job["max_result_mb"] << 20
-    if not session.wait_for(COMPARE):
-        return
-    session.enter("compare")
-    session.send("comparison", {"trials": judge(session.handoff, "trial", expected, atol, rtol, limit)})
-    if not session.wait_for(GO):
-        return
-    facts, _ = session.run_timing(model, inputs)
-    session.send("timing", facts)
-    if not session.wait_for(COMPARE):
-        return
-    session.enter("compare_timed")
-    session.send("comparison", {"trials": judge(session.handoff, "timed", expected, atol, rtol, limit)})
+    while (command := session.command()) is not None:
+        shape = command["shape"]
+        runtime.use_shape(session.shapes[shape])
+        directory = Path(command.get("dir", "."))
+        if command["cmd"] == "compare":
+            session.enter("compare")
+            items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
+            session.send("comparison", {"checks": judge(items, atol, rtol, limit, device, memory["compare_chunk"])})
+        elif command["cmd"] == "time":
+            model = runtime.reference(job["seed"])
+            facts, _ = session.timed(model, shape, session.timing_plan(memory, 0, False))
+            session.send("timing", facts)
+        elif command["cmd"] == "check_reps":
+            session.enter("compare_timed")
+            session.send("comparison", {"checks": check_reps(session, command, directory, atol, rtol, memory)})
+        else:
+            raise RuntimeError(f"unknown command {command['cmd']!r}")
+
+
+def check_reps(session: Session, command: dict, directory: Path, atol, rtol, memory: dict) -> list:
+    """Redraw each kept repetition's inputs from its seed, run the reference on them, compare the candidate's output."""
+    runtime, shape = session.runtime, command["shape"]
+    model = runtime.reference(session.job["seed"])
+    verdicts = []
+    for rep, seed in command["reps"]:
+        with torch.no_grad():
+            wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), session.device)
+        item = (output_path(directory, shape, "rep", rep), wanted)
+        verdict = judge([item], atol, rtol, session.job["max_result_mb"] << 20, session.device, memory["compare_chunk"])
+        verdicts.append(verdict[0])
+        if verdict[0]:
+            break
+    return verdicts
 
 
 def run_candidate(session: Session) -> None:
-    """Build ModelNew, run it on copies of every trial's inputs, then (if the parent says go) time it."""
-    module = session.problem_module()
-    inputs = session.trial_inputs(module)  # drawn before any candidate code exists in this process
+    """Build the candidate, leave its outputs shape by shape, then time each benchmark shape when told."""
+    job, runtime, device = session.job, session.runtime, session.device
+    memory = job["memory"]
+    handoff = Path(job["handoff_dir"])
     session.enter("build")
     spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
     candidate = importlib.util.module_from_spec(spec)
     sys.modules["candidate"] = candidate
     spec.loader.exec_module(candidate)
-    model = trials.make_model(candidate.ModelNew, module, session.job["seed"], session.device)
-    if session.device == "cuda":
+    plan = trials.trial_plan(job["seed"], job["trials"])
+    models = {}
+    for i, shape in enumerate(session.shapes):
+        session.enter("build")
+        runtime.use_shape(shape)
+        model = runtime.candidate(candidate, job["seed"])
+        if device == "cuda":
+            with torch.no_grad():
+                model(*runtime.inputs(plan[0][0], plan[0][1]))  # Triton compiles (and autotunes) at the first call
+            session.clocks.sync()
+        session.enter("correctness")
+        changed = {}
         with torch.no_grad():
-            model(*trials.copies(inputs[0]))  # Triton compiles (and autotunes) at the first call
-        session.clocks.sync()
-    session.enter("correctness")
-    changed = {}
-    with torch.no_grad():
-        for t, x in enumerate(inputs):
-            trials.poison_allocator(session.device, 4 * sum(v.nbytes for v in x if isinstance(v, torch.Tensor)))
-            handed = trials.copies(x)
-            output = model(*handed)
-            session.clocks.sync()  # the whole device: work left on side streams finishes before we read
-            changed[t] = trials.modified(x, handed)
-            write_outputs(output_path(session.handoff, "trial", t), trials.flatten_outputs(output))
-    session.send("outputs", {"modified_inputs": changed})
-    if not session.wait_for(GO):
-        return
-    facts, last = session.run_timing(model, inputs)
-    for k, output in last.items():
-        write_outputs(output_path(session.handoff, "timed", k), trials.flatten_outputs(output))
-    session.send("timing", facts)
+            for t, (seed, dist) in enumerate(plan):
+                args = runtime.inputs(seed, dist)
+                trials.poison_allocator(device, 4 * sum(v.nbytes for v in args if isinstance(v, torch.Tensor)))
+                if memory["copy_inputs"]:
+                    handed = trials.copies(args)
+                    output = model(*handed)
+                    session.clocks.sync()  # the whole device: work left on side streams finishes before we read
+                    changed[t] = trials.modified(args, handed)
+                else:
+                    before = trials.fingerprints(args, memory["compare_chunk"])
+                    output = model(*args)
+                    session.clocks.sync()
+                    changed[t] = trials.changed_prints(before, trials.fingerprints(args, memory["compare_chunk"]))
+                changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
+                write_outputs(output_path(handoff, i, "trial", t), trials.flatten_outputs(output))
+                del args, output
+        session.send("outputs", {"shape": i, "modified_inputs": changed})
+        models[i] = model
+        if i + 1 < len(session.shapes) and session.command() is None:
+            return  # the parent stops at the first failing shape
+    while (command := session.command()) is not None:
+        i = command["shape"]
+        runtime.use_shape(session.shapes[i])
+        facts, kept = session.timed(models[i], i, session.timing_plan(memory, memory["retained"], job["strict"]))
+        for rep, output in kept.items():
+            write_outputs(output_path(handoff, i, "rep", rep), output)
+        seeds = facts.pop("seeds")
+        session.send("timing", facts | {"kept": [[rep, seeds[rep]] for rep in sorted(kept)]})
 
 
 def error_report(exc: BaseException, stage: str) -> dict:
@@ -166,6 +288,7 @@ def error_report(exc: BaseException, stage: str) -> dict:
         "kind": kind,
         "stage": stage,
         "unsupported": isinstance(exc, buildshim.UnsupportedOnDevice),
+        "out_of_memory": isinstance(exc, torch.OutOfMemoryError),
         "message": message[:4000],
         "traceback": "".join(traceback.format_exception(exc))[-6000:],
     }
@@ -188,15 +311,18 @@ def _roofline_dtype(inputs: list) -> str:
 
 
 def main(argv: list[str]) -> None:
-    """Run the job in argv[1], reporting over fd argv[2] and waiting for go on fd argv[3]."""
+    """Run the job in argv[1], reporting over fd argv[2] and reading commands from fd argv[3]."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
     job = json.loads(Path(argv[1]).read_text())
-    session = Session(job, ChannelWriter(int(argv[2])), int(argv[3]))
-    buildshim.install(session.device, Path(job["cache_dir"]))
+    channel = ChannelWriter(int(argv[2]))
+    stage = "startup"
     try:
+        session = Session(job, channel, int(argv[3]))
+        buildshim.install(session.device, Path(job["cache_dir"]))
         (run_reference if job["role"] == "reference" else run_candidate)(session)
     except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides
-        session.send("error", error_report(exc, session.stage))
+        stage = session.stage if "session" in locals() else stage
+        channel.blob(json.dumps({"event": "error", "meta": error_report(exc, stage)}).encode())
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown and any atexit hooks the candidate registered

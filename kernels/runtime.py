@@ -38,13 +38,14 @@ class ProblemRuntime:
         vars(self.module).update(shape.params)
         self.shape = shape
 
-    def inputs(self, seed: int, dist: str) -> list:
-        """One call's arguments on the device, from the problem's own generator under `seed`."""
+    def inputs(self, seed: int, dist: str, device: str | None = None) -> list:
+        """One call's arguments on the device (or `device`: "meta" sizes them), from the problem's own generator."""
+        device = device or self.device
         seed_everything(seed)
         # Drawn on the device itself: sampling a 6 GiB input on the CPU costs seconds.
-        with torch.device(self.device):
+        with torch.device(device):
             raw = self.module.get_inputs(dist=dist) if self.accepts_dist else self.module.get_inputs()
-        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in raw]
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
 
     def _build(self, model_class, seed: int) -> Callable:
         # Model and ModelNew are built under the same seed so their parameters match (KernelBench's convention).

@@ -1,0 +1,93 @@
+"""Device-memory planning, from a problem's input and output sizes and the device's free memory, before allocating.
+
+The plan says what fits at all (one input set, its outputs and the cache-flush buffer), how many fresh input sets
+the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
+inputs are copied or fingerprinted for the in-place check, and how many elements are compared at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+GIB = 1 << 30
+# Room for the other worker's CUDA context, the allocator's slack and kernels' own workspaces.
+RESERVE_BYTES = GIB
+# Elements compared at a time: float64 working copies of 32 M elements take 256 MiB each.
+COMPARE_CHUNK = 32 << 20
+MAX_TIMING_SETS = 4
+# Host memory the kept timed outputs may take when they do not stay on the device.
+HOST_KEEP_BYTES = 16 * GIB
+
+
+@dataclass
+class ShapeSizes:
+    """Bytes of one call's inputs and of its outputs at one shape."""
+
+    name: str
+    input_bytes: int
+    output_bytes: int
+
+
+@dataclass
+class MemoryPlan:
+    """Where an evaluation's tensors live; `fits` False carries a one-line reason naming the bytes."""
+
+    fits: bool
+    reason: str
+    free_bytes: int
+    total_bytes: int
+    timing_sets: int = 1
+    expected_on_device: bool = True
+    copy_inputs: bool = True
+    retained: int = 4
+    retained_on_device: bool = True
+    compare_chunk: int = COMPARE_CHUNK
+
+    def to_json(self) -> dict:
+        """The plan as the job files and reports carry it."""
+        return asdict(self)
+
+
+def plan_memory(
+    sizes: list[ShapeSizes], free_bytes: int, total_bytes: int, flush_bytes: int, trials: int, retained: int
+) -> MemoryPlan:
+    """Plan for the largest shape; `free_bytes` is what the device had before this evaluation allocated."""
+    largest = max(sizes, key=lambda s: s.input_bytes + s.output_bytes)
+    one_call = largest.input_bytes + largest.output_bytes
+    needed = one_call + flush_bytes + RESERVE_BYTES
+    if needed > free_bytes:
+        reason = (
+            f"shape {largest.name} needs {needed:,} bytes (inputs {largest.input_bytes:,}, outputs "
+            f"{largest.output_bytes:,}, cache flush {flush_bytes:,}, reserve {RESERVE_BYTES:,}) but the device has "
+            f"{free_bytes:,} bytes free of {total_bytes:,}"
+        )
+        return MemoryPlan(False, reason, free_bytes, total_bytes)
+    room = free_bytes - needed
+    expected_bytes = trials * sum(s.output_bytes for s in sizes)
+    # The reference's outputs stay on the device only when they leave the candidate most of the room.
+    expected_on_device = expected_bytes <= room // 8
+    if expected_on_device:
+        room -= expected_bytes
+    copy_inputs = largest.input_bytes <= room // 2
+    retained_on_device = retained * largest.output_bytes <= room // 4
+    if retained_on_device:
+        room -= retained * largest.output_bytes
+    else:
+        retained = int(max(1, min(retained, HOST_KEEP_BYTES // max(largest.output_bytes, 1))))
+    extra_sets = room // 2 // max(largest.input_bytes, 1)
+    return MemoryPlan(
+        True,
+        "",
+        free_bytes,
+        total_bytes,
+        timing_sets=int(max(1, min(MAX_TIMING_SETS, 1 + extra_sets))),
+        expected_on_device=expected_on_device,
+        copy_inputs=copy_inputs,
+        retained=retained,
+        retained_on_device=retained_on_device,
+    )
+
+
+def unbounded_plan(retained: int) -> MemoryPlan:
+    """The CPU's plan: host memory is not planned (problems' cpu shapes are small)."""
+    return MemoryPlan(True, "", 0, 0, timing_sets=2, retained=retained)
