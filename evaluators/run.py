@@ -1,6 +1,7 @@
 """CLI: `python -m evaluators.run --problem NAME_OR_FILE --candidate FILE [--device auto|cpu|cuda|cuda:N] [--json]`.
 
-Exit 0 when the evaluation ran (whatever the verdict); 2 for bad usage or a broken problem (one line on stderr).
+Exit 0 when the evaluation ran (whatever the verdict, `does_not_fit` included); 2 for bad usage or a broken problem;
+3 when the machine failed the reference (e.g. it ran out of device memory). One line on stderr for 2 and 3.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from evaluators.evaluate import evaluate
+from evaluators.evaluate import EnvironmentFailure, evaluate
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
 from kernels.problem import ProblemError
@@ -64,8 +65,16 @@ def render(result: EvalResult, console: Console) -> None:
             fraction = f", {roof.fraction:.1%} of the {roof.bound} roofline" if roof.fraction else ""
             table.add_row("achieved", f"{roof.achieved_tflops:.3g} TFLOP/s, {roof.achieved_gbps:.4g} GB/s{fraction}")
         console.print(table)
-    for flag in result.suspicious:
-        console.print(f"[yellow]suspicious:[/] {flag}", markup=True, highlight=False)
+    for shape in result.shapes if len(result.shapes) > 1 else []:
+        timed = (
+            f"{shape.runtime_ms:.4g} ms vs {shape.baseline_ms:.4g} ms, {shape.speedup:.3g}x" if shape.speedup else ""
+        )
+        console.print(f"  shape {shape.name} [{shape.kind}]: {shape.status} {timed}", markup=False, highlight=False)
+    for flag in result.flags:
+        style = "bold red" if flag.severity == "hard" else "yellow"
+        console.print(f"[{style}]{flag.severity} flag:[/] {flag.text}", markup=True, highlight=False)
+    if result.set_aside:
+        console.print("[bold red]set aside[/]: not eligible as best kernel until a strict re-evaluation clears it")
     if result.diagnostics and result.status != "correct":
         console.print(result.diagnostics, markup=False, highlight=False)
     stages = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result.stages.items())
@@ -85,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ProblemError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
+    except EnvironmentFailure as exc:
+        print(f"environment error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 3
     if args.json:
         print(json.dumps(result.summary_json()))
     else:

@@ -37,7 +37,8 @@ def from_error(result: EvalResult, report: dict, output: str) -> EvalResult:
     if report["kind"] == "problem_error":
         raise ProblemError(report["message"].splitlines()[0])
     prefix = "unsupported on this device" if report.get("unsupported") else report["kind"]
-    message = f"{prefix} in {report['stage']}: {report['message']}"
+    where = f" at shape {report['shape']}" if report.get("shape") else ""
+    message = f"{prefix} in {report['stage']}{where}: {report['message']}"
     return finish(result, report["kind"], message, _with_output(report["traceback"], output))
 
 

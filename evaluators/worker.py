@@ -45,6 +45,7 @@ class Session:
         self.control = os.fdopen(control_fd, "rb", buffering=0)
         self.device = job["device"]
         self.stage = "startup"
+        self.shape_name: str | None = None  # the shape being worked on, for error reports
         self.clocks = Clocks(self.device)
         self.shapes = [Shape.from_json(s) for s in job["shapes"]]
         self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
@@ -233,6 +234,7 @@ def run_candidate(session: Session) -> None:
     models = {}
     for i, shape in enumerate(session.shapes):
         session.enter("build")
+        session.shape_name = shape.name
         runtime.use_shape(shape)
         model = runtime.candidate(candidate, job["seed"])
         if device == "cuda":
@@ -264,6 +266,7 @@ def run_candidate(session: Session) -> None:
             return  # the parent stops at the first failing shape
     while (command := session.command()) is not None:
         i = command["shape"]
+        session.shape_name = session.shapes[i].name
         runtime.use_shape(session.shapes[i])
         facts, kept = session.timed(models[i], i, session.timing_plan(memory, memory["retained"], job["strict"]))
         for rep, output in kept.items():
@@ -272,7 +275,7 @@ def run_candidate(session: Session) -> None:
         session.send("timing", facts | {"kept": [[rep, seeds[rep]] for rep in sorted(kept)]})
 
 
-def error_report(exc: BaseException, stage: str) -> dict:
+def error_report(exc: BaseException, stage: str, shape: str | None = None) -> dict:
     """What the parent needs to classify and explain a failure."""
     if isinstance(exc, ProblemError):
         kind = "problem_error"
@@ -287,6 +290,7 @@ def error_report(exc: BaseException, stage: str) -> dict:
     return {
         "kind": kind,
         "stage": stage,
+        "shape": shape,
         "unsupported": isinstance(exc, buildshim.UnsupportedOnDevice),
         "out_of_memory": isinstance(exc, torch.OutOfMemoryError),
         "message": message[:4000],
@@ -321,8 +325,8 @@ def main(argv: list[str]) -> None:
         buildshim.install(session.device, Path(job["cache_dir"]))
         (run_reference if job["role"] == "reference" else run_candidate)(session)
     except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides
-        stage = session.stage if "session" in locals() else stage
-        channel.blob(json.dumps({"event": "error", "meta": error_report(exc, stage)}).encode())
+        stage, shape = (session.stage, session.shape_name) if "session" in locals() else (stage, None)
+        channel.blob(json.dumps({"event": "error", "meta": error_report(exc, stage, shape)}).encode())
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown and any atexit hooks the candidate registered

@@ -21,7 +21,7 @@ VERDICTS = [
     ("syntax_error", "compile_error", "syntax error at line 7", None),
     ("no_modelnew", "compile_error", "does not define class ModelNew", None),
     ("import_error", "compile_error", "No module named 'kernel_helpers_that_do_not_exist'", None),
-    ("raises", "runtime_error", "runtime_error in correctness: RuntimeError", None),
+    ("raises", "runtime_error", "runtime_error in correctness at shape M=8 N=64: RuntimeError", None),
     ("segfault", "runtime_error", "killed by SIGSEGV", None),
     ("abort", "runtime_error", "killed by SIGABRT", None),
     ("os_exit", "runtime_error", "exited with status 0 before finishing", None),

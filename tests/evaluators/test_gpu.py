@@ -81,3 +81,24 @@ def test_two_gpus_evaluate_side_by_side(cache_dir):
         results = [run.result() for run in runs]
     assert [r.status for r in results] == ["correct", "correct"], [r.message for r in results]
     assert [r.device for r in results] == ["cuda:0", "cuda:1"]
+
+
+@pytest.mark.parametrize("name", ["cache_by_pointer", "cache_by_shape", "replay_while_timed"])
+def test_output_caches_are_incorrect_on_the_gpu(run_gpu, name):
+    result = run_gpu(name)
+    assert result.status == "incorrect", result.message
+    assert "timed repetition" in result.message or "trial" in result.message
+
+
+def test_a_cache_keyed_on_sampled_elements_gains_nothing_on_the_gpu(run_gpu):
+    result = run_gpu("cache_by_fingerprint")
+    assert result.status == "correct", result.message
+    assert result.speedup < 1.5  # it must compute every repetition: fresh inputs never hit its cache
+
+
+def test_a_problem_larger_than_the_device_does_not_fit(cache_dir, tmp_path):
+    huge = tmp_path / "huge.py"
+    huge.write_text(PROBLEM.read_text().replace('"gpu": {"M": 8192, "N": 4096}', '"gpu": {"M": 1 << 20, "N": 1 << 17}'))
+    result = evaluate(str(huge), candidate("torch_only"), "cuda", EvalOptions(cache_dir=cache_dir))
+    assert result.status == "does_not_fit", result.message
+    assert "bytes free of" in result.message and "needs" in result.message

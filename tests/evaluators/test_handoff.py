@@ -6,7 +6,7 @@ from collections import OrderedDict
 import pytest
 import torch
 
-from evaluators.compare import judge
+from evaluators.compare import compare_outputs, judge
 from evaluators.handoff import HandoffError, output_path, read_outputs, write_outputs
 
 LIMIT = 1 << 20
@@ -53,20 +53,30 @@ def test_pickled_objects_are_never_executed(tmp_path):
 
 
 def test_judge_reports_each_trial_and_stops_at_the_first_mismatch(tmp_path):
-    expected = [[torch.zeros(2, 2)] for _ in range(4)]
-    write_outputs(output_path(tmp_path, "trial", 0), [torch.zeros(2, 2)])
+    items = [(output_path(tmp_path, 0, "trial", t), [torch.zeros(2, 2)]) for t in range(4)]
+    write_outputs(items[0][0], [torch.zeros(2, 2)])
     wrong = torch.zeros(2, 2)
     wrong[1, 0] = 1.0
-    write_outputs(output_path(tmp_path, "trial", 1), [wrong])
-    verdicts = judge(tmp_path, "trial", expected, None, None, LIMIT)
+    write_outputs(items[1][0], [wrong])
+    verdicts = judge(items, None, None, LIMIT, "cpu", 3)
     assert verdicts[0] is None and len(verdicts) == 2
     assert "worst at (1, 0)" in verdicts[1]["summary"]
 
 
 def test_judge_treats_missing_outputs_as_a_mismatch(tmp_path):
-    verdicts = judge(tmp_path, "timed", [[torch.zeros(2)]], None, None, LIMIT)
-    assert verdicts == [{"summary": "outputs unreadable: timed0.pt cannot be opened (No such file or directory)",
+    verdicts = judge([(output_path(tmp_path, 2, "rep", 0), [torch.zeros(2)])], None, None, LIMIT, "cpu", 1 << 20)
+    assert verdicts == [{"summary": "outputs unreadable: s2-rep0.pt cannot be opened (No such file or directory)",
                          "details": ""}]  # fmt: skip
+
+
+def test_chunked_comparison_finds_the_worst_element_across_chunks():
+    expected = torch.linspace(-1, 1, 1000).reshape(10, 100)
+    found = expected.clone()
+    found[2, 5] += 0.01
+    found[8, 90] += 0.5  # the worst, in a later chunk
+    for chunk in (7, 64, 1000):
+        mismatch = compare_outputs([found], [expected], 1e-4, 1e-4, "cpu", chunk)
+        assert "2 of 1000 elements" in mismatch.summary and "worst at (8, 90)" in mismatch.summary, chunk
 
 
 def test_reads_stop_at_the_size_that_was_checked(tmp_path):

@@ -36,8 +36,21 @@ def test_patched_evaluator_clock_is_caught_by_the_wall_clock(run_cpu):
 def test_outputs_produced_while_timed_are_checked(run_cpu):
     result = run_cpu("replay_while_timed", timing=True)
     assert result.status == "incorrect"
-    assert "output while timing on trial " in result.message and "inputs differs (replayed result?)" in result.message
+    assert "timed repetition" in result.message and "a replayed or cached result?" in result.message
     assert "max abs err" in result.message
+
+
+@pytest.mark.parametrize("name", ["cache_by_pointer", "cache_by_shape"])
+def test_output_caches_that_hit_on_fresh_inputs_are_incorrect(run_cpu, name):
+    result = run_cpu(name, timing=True)
+    assert result.status == "incorrect", result.message
+    assert "timed repetition" in result.message
+
+
+def test_a_cache_keyed_on_sampled_elements_never_hits_and_stays_correct(run_cpu):
+    # Every timed repetition has inputs never seen before, so the fingerprint misses: correct, and no gain.
+    result = run_cpu("cache_by_fingerprint", timing=True)
+    assert result.status == "correct", result.message
 
 
 def test_broken_problem_is_not_the_candidates_fault(cache_dir):

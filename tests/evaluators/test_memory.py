@@ -1,0 +1,38 @@
+"""The memory planner, on a fake device: what fits, and where the tensors of an evaluation live."""
+
+from evaluators.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
+
+FLUSH = 512 << 20
+H100 = 80 * GIB
+
+
+def test_a_kernelbench_relu_at_full_size_fits_an_h100_with_outputs_on_the_host():
+    relu = ShapeSizes("4096x393216", 4096 * 393216 * 4, 4096 * 393216 * 4)  # 6 GiB in, 6 GiB out
+    plan = plan_memory([relu], free_bytes=H100 - GIB, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    assert plan.fits
+    assert not plan.expected_on_device  # 18 GiB of reference outputs would crowd the candidate
+    assert plan.copy_inputs and plan.timing_sets >= 1
+    assert plan.retained >= 1
+
+
+def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
+    small = ShapeSizes("64x512", 64 * 512 * 4, 64 * 512 * 4)
+    plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
+    assert plan.timing_sets == 4 and plan.retained == 4
+
+
+def test_the_largest_shape_decides():
+    shapes = [ShapeSizes("small", 1 << 20, 1 << 20), ShapeSizes("big", 30 * GIB, 30 * GIB)]
+    plan = plan_memory(shapes, free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    assert plan.fits and not plan.copy_inputs  # a second 30 GiB copy would not fit: inputs are fingerprinted
+    assert plan.timing_sets == 1 and not plan.retained_on_device
+
+
+def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_bytes():
+    huge = ShapeSizes("M=1048576 N=131072", 1 << 39, 1 << 39)
+    plan = plan_memory([huge], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    assert not plan.fits
+    needed = (1 << 40) + FLUSH + RESERVE_BYTES
+    assert f"needs {needed:,} bytes" in plan.reason and f"{H100:,} bytes free of {H100:,}" in plan.reason
+    assert plan.reason.count("\n") == 0
