@@ -20,8 +20,10 @@ def draw(shape: tuple[int, ...], dist: str = "normal", dtype: torch.dtype = torc
         values = (torch.rand(shape) * 2 - 1) * math.sqrt(3)
     elif dist == "heavy":
         # Student-t(3) as normal / sqrt(chi2(3) / 3), rescaled to unit variance (its variance is 3).
-        chi2 = torch.randn((3, *shape)).square().sum(0)
-        values = torch.randn(shape) / (chi2 / 3).sqrt() / math.sqrt(3)
+        # In float64: float32 sqrt was seen to round differently between processes on the CPU, and an fp8 cast
+        # of the result turned that into different inputs for the reference and the candidate.
+        chi2 = torch.randn((3, *shape), dtype=torch.float64).square().sum(0)
+        values = (torch.randn(shape, dtype=torch.float64) / (chi2 / 3).sqrt() / math.sqrt(3)).float()
     else:
         raise ValueError(f"unknown input distribution {dist!r}; expected one of {', '.join(DISTRIBUTIONS)}")
     return values if dtype == torch.float32 else values.to(dtype)

@@ -224,7 +224,9 @@ def _shape_sets(tree: ast.Module, filename: str) -> dict[str, tuple[Shape, ...]]
         return {}
     if not isinstance(configs, dict):
         raise ProblemError(f"problem {filename}: CONFIGS must map each config name to a dict of global names")
-    return {
-        name: (Shape(shape_name(params), "benchmark", _globals_dict(params, filename, f"CONFIGS[{name!r}]")),)
-        for name, params in configs.items()
-    }
+    sets = {}
+    for name, params in configs.items():
+        if not isinstance(params, dict) or not all(isinstance(k, str) and k.isidentifier() for k in params):
+            raise ProblemError(f"problem {filename}: CONFIGS must map each config name to a dict of global names")
+        sets[name] = (Shape(shape_name(params), "benchmark", params),)
+    return sets

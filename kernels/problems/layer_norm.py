@@ -1,22 +1,38 @@
 """Layer norm over the last dimension: y = (x - mean) / sqrt(var + eps) * weight + bias, float32.
 
 Inputs: x (M, N), weight (N,), bias (N,); weight and bias are inputs rather than parameters so a kernel
-that ignores them fails the check. Shapes: gpu M=8192, N=8192 (256 MiB in, 256 MiB out); cpu M=64, N=384
-(not a power of two, so masking is exercised).
+that ignores them fails the check. Shapes (M x N). gpu benchmark: 8192 x 8192 (256 MiB in, 256 MiB out),
+32768 x 1024 (many narrow rows, BERT-large's width), 4096 x 12288 (GPT-3's width), 2048 x 2048 (16 MiB each
+way: fits in L2); gpu test: 1 x 7, 10007 x 8193. cpu benchmark: 64 x 384, 16 x 2048; cpu test: 1 x 7, 37 x 1000.
+Widths that are not powers of two leave partial blocks, so masking is exercised.
 Tolerance: float32; ATOL/RTOL 1e-5 cover a differently ordered mean and variance reduction over N.
 Roofline: 7 FLOPs per element (sum, subtract, square, sum, scale by rstd, weight, bias; per-row scalars
 ignored); x read once, weight and bias once, y written once: memory bound.
 """
 
-import math
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-CONFIGS = {"gpu": {"M": 8192, "N": 8192}, "cpu": {"M": 64, "N": 384}}
-M = CONFIGS["gpu"]["M"]
-N = CONFIGS["gpu"]["N"]
+from kernels.inputs import draw
+
+SHAPES = {
+    "gpu": {
+        "benchmark": [
+            {"M": 8192, "N": 8192},
+            {"M": 32768, "N": 1024},
+            {"M": 4096, "N": 12288},
+            {"M": 2048, "N": 2048},
+        ],
+        "test": [{"M": 1, "N": 7}, {"M": 10007, "N": 8193}],
+    },
+    "cpu": {
+        "benchmark": [{"M": 64, "N": 384}, {"M": 16, "N": 2048}],
+        "test": [{"M": 1, "N": 7}, {"M": 37, "N": 1000}],
+    },
+}
+M = SHAPES["gpu"]["benchmark"][0]["M"]
+N = SHAPES["gpu"]["benchmark"][0]["N"]
 ATOL = 1e-5
 RTOL = 1e-5
 
@@ -32,21 +48,10 @@ class Model(nn.Module):
         return F.layer_norm(x, (x.shape[-1],), weight, bias, self.eps)
 
 
-def _draw(shape: tuple[int, ...], dist: str) -> torch.Tensor:
-    """Unit-variance float32 samples from the named distribution."""
-    if dist == "normal":
-        return torch.randn(shape)
-    if dist == "uniform":
-        return (torch.rand(shape) * 2 - 1) * math.sqrt(3)
-    if dist == "heavy":
-        return torch.distributions.StudentT(3.0).sample(shape) / math.sqrt(3)
-    raise ValueError(f"unknown input distribution {dist!r}; expected normal, uniform or heavy")
-
-
 def get_inputs(dist: str = "normal") -> list[torch.Tensor]:
     # An offset mean, as activations have, so a kernel that skips the centring fails.
-    x = _draw((M, N), dist) + 0.5
-    return [x, 1 + 0.5 * _draw((N,), dist), 0.5 * _draw((N,), dist)]
+    x = draw((M, N), dist) + 0.5
+    return [x, 1 + 0.5 * draw((N,), dist), 0.5 * draw((N,), dist)]
 
 
 def get_init_inputs() -> list:

@@ -1,21 +1,37 @@
 """Row softmax: y = softmax(x, dim=-1) over an (M, N) float32 matrix.
 
-Shapes: gpu M=16384, N=4096 (a 256 MiB input, far past the H100's 50 MiB L2, so it measures DRAM);
-cpu M=64, N=512 (seconds under Triton's interpreter).
-Tolerance: float32 end to end; ATOL 1e-6 because outputs are about 1/N (2.4e-4 at the gpu shape),
-RTOL 1e-5 to allow a differently ordered row sum and the GPU's approximate exp.
+Shapes (M x N). gpu benchmark: 16384 x 4096 (a 256 MiB input, far past the H100's 50 MiB L2, so it measures
+DRAM), 65536 x 1024 (many short rows), 4096 x 16384 (few wide rows), 2048 x 2048 (16 MiB each way: fits in L2);
+gpu test: 1 x 7, 16383 x 4097. cpu benchmark: 64 x 512, 16 x 2048; cpu test: 1 x 7, 33 x 1000
+(seconds under Triton's interpreter). Odd widths leave a partial last block, so masking is exercised.
+Tolerance: float32 end to end; ATOL 1e-6 because outputs are about 1/N (2.4e-4 at 16384 x 4096, 6e-5 at
+N=16384), RTOL 1e-5 to allow a differently ordered row sum and the GPU's approximate exp.
 Roofline: 5 FLOPs per element (max, subtract, exp, sum, divide); x read once, y written once: memory bound.
 Inputs have unit variance; "heavy" draws Student-t(3) so some rows hold one dominant logit.
 """
 
-import math
-
 import torch
 import torch.nn as nn
 
-CONFIGS = {"gpu": {"M": 16384, "N": 4096}, "cpu": {"M": 64, "N": 512}}
-M = CONFIGS["gpu"]["M"]
-N = CONFIGS["gpu"]["N"]
+from kernels.inputs import draw
+
+SHAPES = {
+    "gpu": {
+        "benchmark": [
+            {"M": 16384, "N": 4096},
+            {"M": 65536, "N": 1024},
+            {"M": 4096, "N": 16384},
+            {"M": 2048, "N": 2048},
+        ],
+        "test": [{"M": 1, "N": 7}, {"M": 16383, "N": 4097}],
+    },
+    "cpu": {
+        "benchmark": [{"M": 64, "N": 512}, {"M": 16, "N": 2048}],
+        "test": [{"M": 1, "N": 7}, {"M": 33, "N": 1000}],
+    },
+}
+M = SHAPES["gpu"]["benchmark"][0]["M"]
+N = SHAPES["gpu"]["benchmark"][0]["N"]
 ATOL = 1e-6
 RTOL = 1e-5
 
@@ -27,19 +43,8 @@ class Model(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
-def _draw(shape: tuple[int, ...], dist: str) -> torch.Tensor:
-    """Unit-variance float32 samples from the named distribution."""
-    if dist == "normal":
-        return torch.randn(shape)
-    if dist == "uniform":
-        return (torch.rand(shape) * 2 - 1) * math.sqrt(3)
-    if dist == "heavy":
-        return torch.distributions.StudentT(3.0).sample(shape) / math.sqrt(3)
-    raise ValueError(f"unknown input distribution {dist!r}; expected normal, uniform or heavy")
-
-
 def get_inputs(dist: str = "normal") -> list[torch.Tensor]:
-    return [_draw((M, N), dist)]
+    return [draw((M, N), dist)]
 
 
 def get_init_inputs() -> list:

@@ -1,10 +1,11 @@
-"""The loader: bundled problems load and apply their configs; broken files give one-line ProblemErrors."""
+"""The loader: bundled problems load and apply their shapes; broken files give one-line ProblemErrors."""
 
 import pytest
 
 from kernels.problem import ProblemError, bundled_problems, import_problem_module, load_problem
 
-BUNDLED = ["bias_gelu", "fp8_blockscale_gemm", "fused_residual_norm", "layer_norm", "matmul_bf16", "row_softmax"]
+from .helpers import NAMES
+
 VALID = """import torch.nn as nn
 class Model(nn.Module):
     pass
@@ -16,15 +17,36 @@ def get_init_inputs():
 
 
 def test_the_six_problems_are_bundled_with_seeds():
-    assert bundled_problems() == BUNDLED
-    for name in BUNDLED:
+    assert bundled_problems() == NAMES
+    for name in NAMES:
         problem = load_problem(name)
         assert problem.seed_path is not None and problem.seed_path.name == f"{name}.py"
-        assert set(problem.configs) == {"gpu", "cpu"}
+        assert set(problem.shape_sets) == {"gpu", "cpu"}
         assert problem.doc.strip(), f"{name} has no module docstring"
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_each_device_has_three_to_six_shapes_benchmarks_first(name, device):
+    shapes = load_problem(name).shape_sets[device]
+    kinds = [shape.kind for shape in shapes]
+    benchmarks = kinds.count("benchmark")
+    assert 3 <= len(shapes) <= 6
+    assert kinds == ["benchmark"] * benchmarks + ["test"] * (len(shapes) - benchmarks)
+    assert benchmarks >= (3 if device == "gpu" else 2) and "test" in kinds
+    assert len({shape.name for shape in shapes}) == len(shapes), "a shape is listed twice"
+    assert all(set(shape.params) == set(shapes[0].params) for shape in shapes), "shapes set different globals"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_test_shapes_are_awkward(name, device):
+    # A partial block at any usual tile size (16 to 128), so an unmasked kernel fails somewhere.
+    tests = [shape for shape in load_problem(name).shape_sets[device] if shape.kind == "test"]
+    assert any(value % 64 for shape in tests for value in shape.params.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("config", ["gpu", "cpu"])
 def test_configs_become_module_globals(name, config):
     problem = load_problem(name)
@@ -32,6 +54,15 @@ def test_configs_become_module_globals(name, config):
     for key, value in problem.configs[config].items():
         assert getattr(module, key) == value
     assert problem.configs["cpu"] != problem.configs["gpu"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_files_own_globals_are_the_first_gpu_benchmark_shape(name):
+    problem = load_problem(name)
+    module = import_problem_module(problem)
+    first = problem.shape_sets["gpu"][0]
+    assert first.kind == "benchmark"
+    assert {key: getattr(module, key) for key in first.params} == first.params
 
 
 def test_config_names_follow_the_device():
