@@ -23,6 +23,7 @@ from evaluators.reference_pool import EnvironmentFailure, reference_for
 from evaluators.reports import WorkerReport
 from evaluators.result import EvalResult
 from evaluators.sandbox import Worker, WorkerFailure
+from evaluators.spares import candidate_worker
 from evaluators.static import check_source
 from evaluators.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.trials import trial_plan
@@ -89,7 +90,7 @@ def _judge(problem, shapes, source, device, options, result, reference, job, cle
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
     job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff), "nonce": random.getrandbits(30)}
-    candidate = Worker("candidate", job, source, options, toolchain_key(), device)
+    candidate = candidate_worker(job, source, options, toolchain_key(), device)
     cleanup.callback(candidate.close)
     plan = trial_plan(options.seed, options.trials)
     for i, shape in enumerate(shapes):

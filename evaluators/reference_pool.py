@@ -34,7 +34,8 @@ class ReferenceWorker:
     """One warm reference process; requests are serialized, its timings cached per shape."""
 
     def __init__(self, problem: Problem, device: str, options: EvalOptions, job: dict):
-        self.worker = Worker("reference", job | {"role": "reference"}, None, options, toolchain_key(), device)
+        self.worker = Worker("reference", options, toolchain_key(), device)
+        self.worker.assign(job | {"role": "reference"})
         self.lock = threading.Lock()
         self.timings: dict[int, tuple[WorkerReport, dict]] = {}
         self.ready = self._next("ready").meta

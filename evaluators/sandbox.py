@@ -73,17 +73,13 @@ _UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-
 class Worker:
     """One running worker process and the parent's view of it (stage, deadline, marks, blobs)."""
 
-    def __init__(
-        self, role: str, job: dict, candidate_source: str | None, options: EvalOptions, toolchain: str, device: str
-    ):
+    def __init__(self, role: str, options: EvalOptions, toolchain: str, device: str):
+        """Start the process; it imports torch and opens its device, then waits for its job (`assign`)."""
         self.role, self.options = role, options
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
-        (self.scratch / "job.json").write_text(json.dumps(job))
-        if candidate_source is not None:
-            (self.scratch / "candidate.py").write_text(candidate_source)
         chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
-        command = [sys.executable, "-s", "-m", "evaluators.worker", "job.json", str(chan_w), str(ctl_r)]
+        command = [sys.executable, "-s", "-m", "evaluators.worker", str(chan_w), str(ctl_r)]
         use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
         if use_ns:
             # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
@@ -107,6 +103,13 @@ class Worker:
         self.stage, self.stage_start = "startup", time.perf_counter()
         self.stage_seconds: dict[str, float] = {}
         threading.Thread(target=self._read_channel, args=(chan_r,), daemon=True).start()
+
+    def assign(self, job: dict, candidate_source: str | None = None) -> None:
+        """Give the waiting process its job (and the candidate's source); its start-up stage begins now."""
+        if candidate_source is not None:
+            (self.scratch / "candidate.py").write_text(candidate_source)
+        self.stage, self.stage_start = "startup", time.perf_counter()
+        self.tell({"job": job})
 
     def _read_channel(self, fd: int) -> None:
         error = None

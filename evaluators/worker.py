@@ -1,4 +1,4 @@
-"""Worker process (`python -m evaluators.worker JOB CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
+"""Worker process (`python -m evaluators.worker CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
 
 Reports go to the parent as JSON blobs over the channel; tensors never do. Commands come from the parent as JSON
 lines on the control pipe. The reference worker, which never runs candidate code, plans device memory, keeps its
@@ -121,6 +121,11 @@ def shape_sizes(session: Session, shape: Shape, model) -> ShapeSizes:
         return sizes
 
 
+def _file_bound(expected: list[torch.Tensor]) -> int:
+    """The largest output file a right answer needs: the reference's bytes plus room for the file's framing."""
+    return _nbytes(expected) + (1 << 20)
+
+
 def _nbytes(value) -> int:
     if isinstance(value, torch.Tensor):
         return value.numel() * value.element_size()
@@ -192,7 +197,8 @@ def run_reference(session: Session) -> None:
         if command["cmd"] == "compare":
             session.enter("compare")
             items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
-            session.send("comparison", {"checks": judge(items, atol, rtol, limit, device, memory["compare_chunk"])})
+            bound = max(limit, _file_bound(expected[shape][0]))
+            session.send("comparison", {"checks": judge(items, atol, rtol, bound, device, memory["compare_chunk"])})
         elif command["cmd"] == "time":
             model = runtime.reference(job["seed"])
             facts, _ = session.timed(model, shape, session.timing_plan(memory, 0, False))
@@ -213,7 +219,8 @@ def check_reps(session: Session, command: dict, directory: Path, atol, rtol, mem
         with torch.no_grad():
             wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), session.device)
         item = (output_path(directory, shape, "rep", rep), wanted)
-        verdict = judge([item], atol, rtol, session.job["max_result_mb"] << 20, session.device, memory["compare_chunk"])
+        bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
+        verdict = judge([item], atol, rtol, bound, session.device, memory["compare_chunk"])
         verdicts.append(verdict[0])
         if verdict[0]:
             break
@@ -315,13 +322,19 @@ def _roofline_dtype(inputs: list) -> str:
 
 
 def main(argv: list[str]) -> None:
-    """Run the job in argv[1], reporting over fd argv[2] and reading commands from fd argv[3]."""
+    """Open the device, wait for the job on fd argv[2], run it reporting over fd argv[1]."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
-    job = json.loads(Path(argv[1]).read_text())
-    channel = ChannelWriter(int(argv[2]))
+    channel = ChannelWriter(int(argv[1]))
+    control = int(argv[2])
+    if torch.cuda.is_available():
+        torch.empty(1, device="cuda")  # the CUDA context, made while the process waits as a spare
+    first = os.fdopen(os.dup(control), "rb", buffering=0).readline()
+    if not first:
+        os._exit(0)  # a spare nobody claimed
+    job = json.loads(first)["job"]
     stage = "startup"
     try:
-        session = Session(job, channel, int(argv[3]))
+        session = Session(job, channel, control)
         buildshim.install(session.device, Path(job["cache_dir"]))
         (run_reference if job["role"] == "reference" else run_candidate)(session)
     except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides

@@ -21,10 +21,15 @@ def run_gpu(cache_dir):
     return run
 
 
-def test_side_stream_work_is_counted(run_gpu):
+def test_side_stream_work_is_counted_or_caught_unfinished(run_gpu):
     result = run_gpu("side_stream")
+    if result.status == "incorrect":
+        # A kept output was read on the caller's stream before the side stream had written it: a real race.
+        assert "timed repetition" in result.message, result.message
+        return
     assert result.status == "correct", result.message
     assert any("other streams" in s for s in result.suspicious), result.suspicious
+    assert result.set_aside  # work outliving the timed stream is a hard flag
     # Twenty-one passes over the matrix against the reference's one: it cannot come out faster.
     assert result.speedup < 1.0
 
