@@ -90,8 +90,10 @@ def load_suite(spec: str, selection: str | None = None) -> Suite:
         root = Path(rest).expanduser()
     else:
         kind, root = "dir", Path(spec).expanduser()
+    if not root.exists():
+        raise SuiteError(f"suite path not found: {root}")
     if not root.is_dir():
-        raise SuiteError(f"suite path not found: {root}" if not root.exists() else f"suite path is not a folder: {root}")
+        raise SuiteError(f"suite path is not a folder: {root}")
     root = root.resolve()
     find = {"kernelbench": _kernelbench, "gpumode": _gpumode, "dir": _folder}[kind]
     problems = tuple(sorted(find(root), key=lambda p: (p.level or 0, p.id if p.id is not None else -1, p.key)))
