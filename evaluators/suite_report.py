@@ -81,8 +81,9 @@ def summarize(rows: list[SuiteRow]) -> dict:
         "geomean_speedup": math.exp(statistics.fmean(map(math.log, trusted))) if trusted else None,
         "geomean_over": len(trusted),
         "median_roofline_fraction": statistics.median(fractions) if fractions else None,
-        "tokens": sum(r.tokens or 0 for r in rows),
-        "dollars": round(sum(r.dollars or 0.0 for r in rows), 6),
+        # None for a batch without LLM calls (evaluate-only), so "no cost" is not mistaken for a measured zero.
+        "tokens": sum(r.tokens or 0 for r in rows) if any(r.tokens is not None for r in rows) else None,
+        "dollars": round(sum(r.dollars or 0.0 for r in rows), 6) if any(r.dollars is not None for r in rows) else None,
         "wall_s": round(sum(r.wall_s or 0.0 for r in rows), 1),
         "interpreter_timings": any(r.timing == "interpreter" for r in rows),
     }
@@ -134,6 +135,7 @@ def render_markdown(report: dict) -> str:
     geomean = f"{s['geomean_speedup']:.3g}x over {s['geomean_over']}" if s["geomean_speedup"] else "none"
     roof = f"{s['median_roofline_fraction']:.1%}" if s["median_roofline_fraction"] is not None else "not measured"
     where = f"{m['gpus']} x {m['gpu']}" if m["gpu"] else f"CPU only ({m['cpu']})"
+    cost = f"tokens: {s['tokens']}, cost: ${s['dollars']:.4f}, " if s["tokens"] is not None else "no LLM calls; "
     lines = [
         f"# {report['title']}",
         "",
@@ -144,7 +146,7 @@ def render_markdown(report: dict) -> str:
         f"not judged: {s['not_judged']} (counted as failures)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
         f"- median fraction of the roofline: {roof}",
-        f"- tokens: {s['tokens']}, cost: ${s['dollars']:.4f}, wall time: {s['wall_s']} s (sum over problems)",
+        f"- {cost}wall time: {s['wall_s']} s (sum over problems)",
     ]
     if s["interpreter_timings"]:
         lines.append("- note: CPU timings come from Triton's interpreter; they are not GPU performance")
