@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 finish(job)
         console.print("interrupted; run the same command again to continue")
         code = 130
+    console.line()
     rows = [suite_row(job.entry.key, job.run_dir, job.reason or f"not run ({job.state})") for job in jobs]
     path = write_suite_report(
         out, rows, suite=args.suite, machine_info=machine(executor), title=f"Scientist batch on {args.suite}"
