@@ -1,5 +1,6 @@
 """The evaluate-only batch: candidates matched by file name, judged for real, resumable, and bad usage is exit 2."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -9,7 +10,8 @@ from evaluators import batch, executor
 from evaluators.result import EvalResult
 from kernels.suite import load_suite
 
-FIXTURES = Path(__file__).parents[1] / "kernels" / "fixtures"
+REPO = Path(__file__).parents[2]
+FIXTURES = REPO / "tests" / "kernels" / "fixtures"
 KERNELBENCH = f"kernelbench:{FIXTURES / 'kernelbench'}"
 CANDIDATES = Path(__file__).parent / "batch_candidates"
 
@@ -103,3 +105,15 @@ def test_a_gpumode_problem_that_cannot_load_is_exit_2(capsys, tmp_path):
     suite = f"gpumode:{FIXTURES / 'gpumode' / 'broken' / 'no-reference'}"
     assert batch.main(["--suite", suite, "--candidates", ".", "--out", str(tmp_path)]) == 2
     assert "reference.py is missing" in capsys.readouterr().err
+
+
+def test_reference_candidates_script_writes_each_reference_in_its_form(tmp_path):
+    spec = importlib.util.spec_from_file_location("reference_candidates", REPO / "bench" / "reference_candidates.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--suite", KERNELBENCH, "--problems", "2", "--out", str(tmp_path)]) == 0
+    relu = (tmp_path / "level1" / "2_Relu.py").read_text()
+    assert relu.startswith((FIXTURES / "kernelbench" / "KernelBench" / "level1" / "2_Relu.py").read_text().rstrip())
+    assert relu.endswith("class ModelNew(Model):\n    pass\n")
+    assert script.main(["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'problems'}", "--out", str(tmp_path)]) == 0
+    assert "return ref_kernel(data)" in (tmp_path / "row-scale.py").read_text()
