@@ -1,17 +1,28 @@
 """What the roles are told about the problem and about a candidate: small pydantic briefs the graph fills.
 
-- `ProblemBrief(name, doc, source, device, roofline)`: `roofline` is the problem's {"flops", "bytes"} at the
-  device's configuration, or None.
+- `ProblemBrief(name, doc, source, device, roofline, format)`: `roofline` is the problem's {"flops", "bytes"} at
+  the device's configuration, or None; `format` ("kernelbench" or "gpumode") decides `candidate_form`, the
+  sentence telling the implementer and the debugger what the candidate module defines.
 - `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status)`; `from_record(record)`
   reads them from an archived candidate and its `EvalResult` dump.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
 
 from kernels.archive import CandidateRecord
 
+# What a candidate module defines, per problem format (the implementer's and the debugger's prompts say it).
+CANDIDATE_FORMS = {
+    "kernelbench": "The module defines `class ModelNew(nn.Module)` with the same constructor arguments and `forward` "
+    "signature as `Model`, and gives the same outputs within tolerance.",
+    "gpumode": "The module defines `custom_kernel(data)`: it takes the data `generate_input` returns (unpack it as "
+    "`ref_kernel` does, and fill any output buffer handed over) and returns what `ref_kernel` returns, within "
+    "tolerance; it may import from `task` and `reference`.",
+}
 # The evaluator's roofline dict names the fraction of peak; accept the spellings it has used.
 FRACTION_KEYS = ("fraction_of_peak", "fraction", "peak_fraction")
 
@@ -24,6 +35,17 @@ class ProblemBrief(BaseModel):
     source: str
     device: str = "cuda"
     roofline: dict | None = None
+    format: Literal["kernelbench", "gpumode"] = "kernelbench"
+
+    @property
+    def candidate_form(self) -> str:
+        """What the candidate module must define, in one sentence for the prompts."""
+        return CANDIDATE_FORMS[self.format]
+
+    @property
+    def candidate_entry(self) -> str:
+        """The text an answer's source must contain to be a candidate: its entry point's definition."""
+        return "def custom_kernel" if self.format == "gpumode" else "class ModelNew"
 
 
 class CandidateBrief(BaseModel):

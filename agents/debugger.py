@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from langchain_core.language_models import BaseChatModel
 
 from agents.accounting import LLMCall
@@ -39,8 +41,10 @@ def debug_candidate(
         problem_name=problem.name,
         device=problem.device,
         problem_source=problem.source.strip(),
+        candidate_form=problem.candidate_form,
         source=source.strip(),
         status=status,
         diagnostics=clip_diagnostics(diagnostics),
     )
-    return ask_until_valid(model, prompt, extract_source, role=ROLE, call_id=call_id, policy=policy)
+    parse = partial(extract_source, entry=problem.candidate_entry)
+    return ask_until_valid(model, prompt, parse, role=ROLE, call_id=call_id, policy=policy)

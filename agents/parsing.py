@@ -11,7 +11,7 @@ from agents.errors import MalformedAnswer
 # An opening fence with an optional language tag; the closing fence may be missing when a reply is cut off.
 FENCE = re.compile(r"^```[ \t]*([\w+#-]*)[ \t]*\n(.*?)(?:^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 CODE_START = re.compile(r"^(import |from |#|@|class |def |\"\"\"|[A-Za-z_][\w, ]* = )")
-ENTRY_CLASS = "class ModelNew"
+ENTRY_CLASS = "class ModelNew"  # what a candidate's source must contain (a GPU MODE one: "def custom_kernel")
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -34,14 +34,14 @@ def extract_json(text: str) -> dict:
     raise MalformedAnswer("no JSON object found in the answer")
 
 
-def _trim_to_python(text: str) -> str:
+def _trim_to_python(text: str, entry: str) -> str:
     """Unfenced code: drop prose before the first code line and after the last line that still parses."""
     lines = text.splitlines()
     first = next((index for index, line in enumerate(lines) if CODE_START.match(line)), 0)
     lines = lines[first:]
     for end in range(len(lines), 0, -1):
         candidate = "\n".join(lines[:end])
-        if ENTRY_CLASS not in candidate:
+        if entry not in candidate:
             break
         try:
             ast.parse(candidate)
@@ -51,12 +51,12 @@ def _trim_to_python(text: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def extract_source(text: str) -> str:
-    """The complete candidate source in a reply: the last fenced block defining ModelNew, else the bare code."""
-    with_entry = [body for _, body in fenced_blocks(text) if ENTRY_CLASS in body]
+def extract_source(text: str, entry: str = ENTRY_CLASS) -> str:
+    """The complete candidate source in a reply: the last fenced block holding `entry`, else the bare code."""
+    with_entry = [body for _, body in fenced_blocks(text) if entry in body]
     if with_entry:
         # When a reply shows several versions, the last one is the answer it settled on.
         return with_entry[-1].rstrip() + "\n"
-    if fenced_blocks(text) or ENTRY_CLASS not in text:
-        raise MalformedAnswer("the answer has no complete source defining `class ModelNew(nn.Module)`")
-    return _trim_to_python(text)
+    if fenced_blocks(text) or entry not in text:
+        raise MalformedAnswer(f"the answer has no complete source defining `{entry}`")
+    return _trim_to_python(text, entry)

@@ -51,7 +51,14 @@ def model_settings(ctx: RunContext) -> ModelSettings:
 def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBrief:
     """The problem as the prompts show it, with the roofline the seed's evaluation measured."""
     measured = next((r.eval.get("roofline") for r in archive.records if r.eval.get("roofline")), None)
-    return ProblemBrief(name=problem.name, doc=problem.doc, source=problem.source, device=device, roofline=measured)
+    return ProblemBrief(
+        name=problem.name,
+        doc=problem.doc,
+        source=problem.source,
+        device=device,
+        roofline=measured,
+        format=problem.format,
+    )
 
 
 def best_kernel(archive: Archive) -> CandidateRecord | None:

@@ -22,6 +22,7 @@ from graph.context import RunContext
 from graph.routing import device_for_slot, stop_reason
 from graph.state import ExperimentTask, ScientistState
 from kernels.archive import Archive, CandidateRecord
+from kernels.gpumode import REFERENCE_SUBMISSION
 from kernels.problem import Problem, load_problem
 
 
@@ -53,6 +54,8 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str) -> 
     """Archive the PyTorch reference (speedup 1 by definition) and the seed, from one evaluation."""
     if problem.seed_path is not None:
         seed_source = problem.seed_path.read_text()
+    elif problem.format == "gpumode":
+        seed_source = REFERENCE_SUBMISSION  # custom_kernel calling the problem's own ref_kernel
     else:
         # Without a seed the reference itself is timed against itself, for its runtime.
         seed_source = problem.source + "\n\nModelNew = Model\n"

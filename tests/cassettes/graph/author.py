@@ -151,6 +151,30 @@ EXP2_RETRY = experiment(
     ["notebook"],
 )
 FIRST_RULE = "0 is the most innovative; 1 has the highest maximum expected speedup of the rest."
+RELU_TRITON = experiment(
+    "ReLU as one Triton pass over the flattened tensor",
+    "Replace torch.relu by a Triton kernel: each program loads 256 contiguous elements, takes max(x, 0), stores.",
+    "An elementwise op is memory bound; one pass that reads and writes each element once is the floor.",
+    0.9,
+    1.2,
+    "low",
+)
+RELU_INPLACE = experiment(
+    "ReLU in place",
+    "Write the result over the input instead of a new tensor.",
+    "Saves an allocation per call.",
+    1.0,
+    1.05,
+    "high",
+)
+RELU_BLOCKS = experiment(
+    "Larger blocks for the ReLU kernel",
+    "Use 1024-element blocks: a quarter of the programs, each streaming four times as much.",
+    "Fewer programs amortise launch and index arithmetic over more elements.",
+    1.0,
+    1.15,
+    "low",
+)
 
 
 def edges_cassette() -> dict:
@@ -183,6 +207,19 @@ def short_cassette() -> dict:
         call("i2.s0.implementer.a0", code(kernel("silu_exp2"), "SiLU now goes through exp2.")),
     ]
     return header("Test cassette for tests/graph: short all-correct runs (budgets, errors, Studio).", calls)
+
+
+def batch_cassette() -> dict:
+    """Two iterations of one experiment on each problem of tests/graph/batch_suite (both are ReLU, any shape)."""
+    calls = [
+        call("i1.selector", selection("c0000", None, "The reference is the only version so far.")),
+        call("i1.hypothesizer", hypotheses([RELU_TRITON, RELU_INPLACE], [0], "0 is the most innovative.")),
+        call("i1.s0.implementer.a0", code(kernel("relu_flat"), "Here is the Triton ReLU.")),
+        call("i2.selector", selection("c0001", None, "c0001, the Triton kernel, is the only custom kernel.")),
+        call("i2.hypothesizer", hypotheses([RELU_BLOCKS, RELU_INPLACE], [0], "0 has the lower risk.")),
+        call("i2.s0.implementer.a0", code(kernel("relu_flat_blocks"), "Same kernel, 1024-element blocks.")),
+    ]
+    return header("Test cassette for tests/graph/test_batch.py: the same answers serve both ReLU problems.", calls)
 
 
 def demo_cassette() -> dict:
@@ -255,6 +292,7 @@ def header(purpose: str, calls: list[dict]) -> dict:
 CASSETTES = {
     HERE / "edges.json": edges_cassette,
     HERE / "short.json": short_cassette,
+    HERE / "batch.json": batch_cassette,
     DEMO: demo_cassette,
 }
 

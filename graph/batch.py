@@ -1,0 +1,222 @@
+"""`python -m graph.batch --suite SPEC`: run the scientist on every problem of a suite, then write the suite report.
+
+Each problem is an ordinary `python -m graph.run` run in its own process and directory (OUT/runs/<key>), one per
+GPU at a time (on the CPU, one at a time). A re-run skips finished problems and resumes interrupted ones from
+their checkpoints. `--max-dollars` caps the whole batch: once the runs have spent it, no new problem starts (each
+run is also told the budget left when it starts). Exit 0 when the batch ran, 2 for bad usage or a broken
+problem, 130 when interrupted (every run keeps its checkpoints).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from agents.models import DEFAULT_MODEL
+from evaluators.environment import REPO_ROOT, visible_device_env
+from evaluators.suite_report import machine, write_suite_report
+from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
+from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
+from kernels.problem import ProblemError
+from kernels.suite import SuiteError, SuiteProblem, load_suite
+
+POLL_S = 0.5
+SPEND_EVERY_S = 2.0  # how often running runs' checkpoints are read for the live table and the dollar cap
+
+
+@dataclass
+class Job:
+    """One problem of the batch: where its run lives and what became of it in this invocation."""
+
+    entry: SuiteProblem
+    run_dir: Path
+    state: str = "queued"  # queued | running | finished | interrupted | failed | not started
+    slot: str | None = None
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    spend: Spend = field(default_factory=Spend)
+    reason: str = ""
+
+
+def parser() -> OneLineParser:
+    """The CLI's flags."""
+    p = OneLineParser(prog="python -m graph.batch", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True, help="kernelbench:PATH[/KernelBench/levelN], gpumode:PATH or a folder")
+    p.add_argument("--problems", help="ids, ranges and name patterns, e.g. 1-20,23,*ReLU*")
+    p.add_argument("--model", help=f"provider:model or replay:CASSETTE (default {DEFAULT_MODEL})")
+    p.add_argument("--budget", type=positive_int, default=3, help="iterations per problem (default 3)")
+    p.add_argument("--max-dollars", type=positive_float, help="LLM cost cap for the whole batch (USD)")
+    p.add_argument("--experiments-per-iteration", type=positive_int, help="default 2")
+    p.add_argument("--max-debug-attempts", type=natural_int, help="debugger rounds per candidate (default 2)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: every GPU, else cpu")
+    p.add_argument("--retrieval", choices=("hybrid", "lexical"), help="literature search mode (default hybrid)")
+    p.add_argument("--out", type=Path, help="batch folder (default runs/batch-<suite folder name>)")
+    return p
+
+
+def slots(device: str) -> list[str]:
+    """Where runs go: one slot per GPU ("0", "1", ...), or the one CPU slot."""
+    if device == "cpu":
+        return ["cpu"]
+    import torch
+
+    if torch.cuda.is_available():
+        return [str(i) for i in range(torch.cuda.device_count())]
+    if device == "cuda":
+        raise ValueError("--device cuda asked for, but no CUDA GPU is visible")
+    return ["cpu"]
+
+
+def run_command(job: Job, args, slot: str, dollars_left: float | None) -> list[str]:
+    """graph.run's command line: resume a started run, else start it with the batch's settings."""
+    command = [sys.executable, "-m", "graph.run", "--out", str(job.run_dir)]
+    budget = ["--max-dollars", f"{job.spend.dollars + dollars_left:.6f}"] if dollars_left is not None else []
+    if is_started(job.run_dir):
+        return [*command, "--resume", job.run_dir.name, "--iterations", str(args.budget), *budget]
+    command += ["--problem", str(job.entry.path), "--model", args.model, "--iterations", str(args.budget)]
+    command += ["--device", "cpu" if slot == "cpu" else "cuda", *budget]
+    for flag in ("experiments_per_iteration", "max_debug_attempts", "retrieval"):
+        if getattr(args, flag) is not None:
+            command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    return command
+
+
+def start(job: Job, args, slot: str, dollars_left: float | None) -> None:
+    """Start the problem's run in its own process, pinned to its GPU, its output in the run's batch.log."""
+    job.run_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if slot != "cpu":
+        env |= visible_device_env(int(slot))
+    log = (job.run_dir / "batch.log").open("a")
+    command = run_command(job, args, slot, dollars_left)
+    job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    log.close()
+    job.state, job.slot, job.started = "running", slot, time.monotonic()
+
+
+def finish(job: Job) -> None:
+    """Record how the run's process ended."""
+    code = job.process.returncode
+    job.spend = read_spend(job.run_dir, job.spend)
+    if code == 0 and is_finished(job.run_dir):
+        job.state = "finished"
+    elif code in (3, 130) or (code != 2 and is_started(job.run_dir)):
+        job.state, job.reason = "interrupted", f"run stopped (exit {code}); resumes on a re-run: {last_line(job)}"
+    else:
+        job.state, job.reason = "failed", f"run failed (exit {code}): {last_line(job)}"
+    job.process = None
+
+
+def last_line(job: Job) -> str:
+    """The last line the run wrote, for the reason a problem was not judged."""
+    log = job.run_dir / "batch.log"
+    lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+    return lines[-1][:200] if lines else ""
+
+
+def table(jobs: list[Job], cap: float | None) -> Table:
+    """The live view: one row per problem."""
+    spent = sum(job.spend.dollars for job in jobs)
+    title = f"spent ${spent:.4f}" + (f" of ${cap:.2f}" if cap else "")
+    view = Table(title=title, title_justify="left")
+    for column in ("problem", "state", "device", "iteration", "best", "tokens", "$", "time"):
+        view.add_column(column)
+    for job in jobs:
+        best = f"{job.spend.best:.3g}x" if job.spend.best is not None else "-"
+        device = {None: "-", "cpu": "cpu"}.get(job.slot, f"cuda:{job.slot}")
+        elapsed = f"{time.monotonic() - job.started:.0f}s" if job.state == "running" else ""
+        style = {"finished": "green", "running": "bold", "failed": "red", "interrupted": "yellow"}.get(job.state)
+        cells = [job.entry.key, job.state, device, str(job.spend.iteration), best, str(job.spend.tokens)]
+        view.add_row(*cells, f"{job.spend.dollars:.4f}", elapsed, style=style)
+    return view
+
+
+def schedule(jobs: list[Job], args, free: list[str], console: Console) -> None:
+    """Start queued runs on free slots until all are done; the dollar cap stops new starts."""
+    last_read = 0.0
+    with Live(table(jobs, args.max_dollars), console=console, refresh_per_second=2) as live:
+        while any(job.state in ("queued", "running") for job in jobs):
+            for job in jobs:
+                if job.state == "running" and job.process.poll() is not None:
+                    free.append(job.slot)
+                    finish(job)
+            if time.monotonic() - last_read > SPEND_EVERY_S:
+                for job in jobs:
+                    if job.state == "running":
+                        job.spend = read_spend(job.run_dir, job.spend)
+                last_read = time.monotonic()
+            spent = sum(job.spend.dollars for job in jobs)
+            for job in jobs:
+                if job.state != "queued" or not free:
+                    continue
+                if args.max_dollars is not None and spent >= args.max_dollars:
+                    job.state, job.reason = "not started", f"batch dollar cap ${args.max_dollars:.2f} reached"
+                    continue
+                left = args.max_dollars - spent if args.max_dollars is not None else None
+                start(job, args, free.pop(0), left)
+            live.update(table(jobs, args.max_dollars))
+            time.sleep(POLL_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite; returns the exit code."""
+    p = parser()
+    args = p.parse_args(argv)
+    console = Console(highlight=False, soft_wrap=True)
+    if args.model is None:
+        if not os.environ.get("GOOGLE_API_KEY"):
+            p.error("no model: set GOOGLE_API_KEY for the default Gemini model, or pass --model")
+        args.model = DEFAULT_MODEL
+    check_model_spec(args.model, p)
+    if args.model.startswith("replay:"):
+        args.model = f"replay:{Path(args.model.removeprefix('replay:')).resolve()}"  # runs start in their own folder
+    try:
+        suite = load_suite(args.suite, args.problems)
+        suite.load_all()
+        free = slots(args.device)
+    except (SuiteError, ProblemError, ValueError) as error:
+        p.error(str(error).splitlines()[0])
+    out = args.out or Path("runs") / f"batch-{suite.root.name}"
+    jobs = [Job(entry, out / "runs" / run_dir_name(entry.key)) for entry in suite.problems]
+    for job in jobs:
+        job.spend = read_spend(job.run_dir) if job.run_dir.is_dir() else Spend()
+        if is_finished(job.run_dir):
+            job.state = "finished"
+    resumed = sum(job.state == "queued" and is_started(job.run_dir) for job in jobs)
+    console.print(
+        f"{len(jobs)} problems from {args.suite} on {len(free)} slot(s): "
+        f"{sum(job.state == 'finished' for job in jobs)} finished before, {resumed} to resume -> {out}"
+    )
+    executor = f"local: {len(free)} slot(s) ({', '.join(free)}), one problem each"
+    code = 0
+    try:
+        schedule(jobs, args, free, console)
+    except KeyboardInterrupt:
+        # The runs got the same interrupt: each saves its checkpoints and exits 130.
+        for job in jobs:
+            if job.process is not None:
+                job.process.wait()
+                finish(job)
+        console.print("interrupted; run the same command again to continue")
+        code = 130
+    console.line()
+    rows = [suite_row(job.entry.key, job.run_dir, job.reason or f"not run ({job.state})") for job in jobs]
+    path = write_suite_report(
+        out, rows, suite=args.suite, machine_info=machine(executor), title=f"Scientist batch on {args.suite}"
+    )
+    console.print(f"report: {path}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

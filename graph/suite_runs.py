@@ -1,0 +1,98 @@
+"""One scientist run per suite problem, as the batch sees it: its directory, its state, its spend, its report row.
+
+Each run is an ordinary `python -m graph.run` run directory (run.json, checkpoints, archive, summary.json), so
+anything graph.run can do with it (resume, report) works on a batch's runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluators.suite_report import SuiteRow, not_judged
+from graph import lab
+from graph.checkpoint import open_checkpointer
+from graph.run import SETTINGS_FILE
+
+
+@dataclass
+class Spend:
+    """What a run has used so far, and how far it got."""
+
+    tokens: int = 0
+    dollars: float = 0.0
+    iteration: int = 0
+    best: float | None = None
+
+
+def run_dir_name(key: str) -> str:
+    """A problem key as one folder name (and run id): `level1/19_ReLU` -> `level1__19_ReLU`."""
+    return key.replace("/", "__")
+
+
+def is_finished(run_dir: Path) -> bool:
+    """The run reached its report (summary.json is written last)."""
+    return (run_dir / "summary.json").is_file()
+
+
+def is_started(run_dir: Path) -> bool:
+    """graph.run saved the run's settings, so it can be resumed."""
+    return (run_dir / SETTINGS_FILE).is_file()
+
+
+def read_spend(run_dir: Path, previous: Spend | None = None) -> Spend:
+    """Tokens, dollars, iteration and best speedup from the summary, else from the latest checkpoint.
+
+    The checkpoint may be mid-write by the run's own process: then the previous reading stands.
+    """
+    if is_finished(run_dir):
+        summary = json.loads((run_dir / "summary.json").read_text())
+        return Spend(summary["tokens"], summary["cost_usd"], summary["iterations"], summary["best_speedup"])
+    if not (run_dir / "checkpoints.sqlite").is_file():
+        return previous or Spend()
+    try:
+        with open_checkpointer(run_dir) as saver:
+            saved = saver.get_tuple({"configurable": {"thread_id": run_dir.name}})
+    except sqlite3.Error:
+        return previous or Spend()
+    if saved is None:
+        return previous or Spend()
+    values = saved.checkpoint.get("channel_values", {})
+    tokens, dollars = lab.spent(values.get("llm_calls", []))
+    return Spend(tokens, dollars, values.get("iteration", 0), values.get("best_speedup"))
+
+
+def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
+    """The problem's report row: its best kernel when the run finished, else `reason` as a failure."""
+    spend = read_spend(run_dir) if run_dir.is_dir() else Spend()
+    cost = {"tokens": spend.tokens, "dollars": round(spend.dollars, 6)}
+    if not is_finished(run_dir):
+        return not_judged(key, reason, **cost)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    archive = lab.open_archive(run_dir)
+    best = lab.best_kernel(archive)
+    wall = summary.get("elapsed_s")
+    if best is None:
+        statuses = Counter(r.status for r in archive.records if r.experiment is not None)
+        status = statuses.most_common(1)[0][0] if statuses else "not_judged"
+        message = f"no correct kernel ({dict(statuses)}); {summary.get('stop_reason')}"
+        return SuiteRow(key=key, status=status, wall_s=wall, message=message, **cost)
+    shapes = best.eval.get("shapes") or []
+    fractions = [s["roofline_fraction"] for s in shapes if s.get("kind") == "benchmark" and s.get("roofline_fraction")]
+    if not fractions and (best.eval.get("roofline") or {}).get("fraction"):
+        fractions = [best.eval["roofline"]["fraction"]]
+    return SuiteRow(
+        key=key,
+        status="correct",
+        speedup=best.speedup,
+        roofline_fraction=statistics.median(fractions) if fractions else None,
+        wall_s=wall,
+        set_aside=best.eval.get("set_aside"),
+        timing=best.eval.get("timing"),
+        message=f"best {best.id}; {summary.get('stop_reason')}",
+        **cost,
+    )

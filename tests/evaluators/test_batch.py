@@ -1,0 +1,119 @@
+"""The evaluate-only batch: candidates matched by file name, judged for real, resumable, and bad usage is exit 2."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluators import batch, executor
+from evaluators.result import EvalResult
+from kernels.suite import load_suite
+
+REPO = Path(__file__).parents[2]
+FIXTURES = REPO / "tests" / "kernels" / "fixtures"
+KERNELBENCH = f"kernelbench:{FIXTURES / 'kernelbench'}"
+CANDIDATES = Path(__file__).parent / "batch_candidates"
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def report(out: Path) -> dict:
+    return json.loads((out / "suite.json").read_text())
+
+
+def test_candidates_match_by_kernelbench_name_then_key_then_name(tmp_path):
+    suite = load_suite(KERNELBENCH)
+    first, relu, square, level2 = suite.problems
+    (tmp_path / "level1").mkdir()
+    for name in ("level_1_problem_1_sample_3_kernel.py", "1_Scale_by_two.py", "level1/19_Square.py", "2_Relu.py"):
+        (tmp_path / name).write_text("")
+    assert batch.candidate_file(first, tmp_path, sample=3).name == "level_1_problem_1_sample_3_kernel.py"
+    assert batch.candidate_file(first, tmp_path).name == "1_Scale_by_two.py"  # no sample 0: by name
+    assert batch.candidate_file(square, tmp_path) == tmp_path / "level1" / "19_Square.py"
+    assert batch.candidate_file(relu, tmp_path).name == "2_Relu.py"
+    assert batch.candidate_file(level2, tmp_path) is None
+
+
+def test_a_batch_judges_for_real_and_a_rerun_judges_nothing_again(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    args = ["--suite", KERNELBENCH, "--problems", "level1/*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    rows = {row["key"]: row for row in report(out)["rows"]}
+    assert list(rows) == ["level1/1_Scale_by_two", "level1/2_Relu", "level1/19_Square"]
+    triton_row, reference_row, missing_row = rows.values()
+    assert triton_row["status"] == "correct" and triton_row["set_aside"] is None and triton_row["speedup"] > 0
+    assert triton_row["timing"] == "interpreter" and triton_row["wall_s"] > 0
+    assert reference_row["status"] == "correct" and "no custom kernel" in reference_row["set_aside"]
+    assert missing_row["status"] == "not_judged" and "no candidate file" in missing_row["message"]
+    summary = report(out)["summary"]
+    assert summary["fast_0"] == pytest.approx(1 / 3) and summary["correct"] == 2
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    assert "| level1/2_Relu | correct |" in (out / "suite.md").read_text()
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("a judged problem was evaluated again")
+
+    monkeypatch.setattr(executor, "evaluate", no_evaluation)
+    assert batch.main([*args, "--out", str(out)]) == 0
+    assert "2 already judged, 0 to judge, 1 without a candidate" in capsys.readouterr().out
+    assert report(out)["rows"] == list(rows.values())
+
+
+def test_resume_skips_judged_problems_and_retries_a_line_cut_by_a_kill(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    judged = {"key": "level1/1_Scale_by_two", "status": "incorrect", "message": "judged before the kill"}
+    cut = json.dumps({"row": {"key": "level1/2_Relu", "status": "correct", "speedup": 9.0}})[:30]
+    (out / "results.jsonl").write_text(json.dumps({"row": judged, "result": {}}) + "\n" + cut)
+    evaluated = []
+
+    def fake_evaluate(problem, source, device, options):
+        evaluated.append(problem.name)
+        return EvalResult(status="correct", speedup=1.25, stages={"total": 0.5})
+
+    monkeypatch.setattr(executor, "evaluate", fake_evaluate)
+    args = ["--suite", KERNELBENCH, "--problems", "1-2", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    assert evaluated == ["2_Relu"]  # level2's 1_Add_then_Relu has no candidate; level1's 1 was judged already
+    rows = {row["key"]: row for row in report(out)["rows"]}
+    assert rows["level1/1_Scale_by_two"]["message"] == "judged before the kill"
+    assert rows["level1/2_Relu"]["speedup"] == 1.25
+    assert rows["level2/1_Add_then_Relu"]["status"] == "not_judged"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--suite", "kernelbench:/no/such/path", "--candidates", "."], "suite path not found"),
+        (["--suite", KERNELBENCH, "--problems", "99", "--candidates", "."], "no problem of"),
+        (["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'broken'}", "--candidates", "."], "broken; deselect"),
+        (["--suite", KERNELBENCH, "--candidates", "/no/such/folder"], "candidates folder not found"),
+        (["--suite", KERNELBENCH, "--candidates", ".", "--trials", "2"], "--trials must be at least 3"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(args, says, capsys, tmp_path):
+    assert batch.main([*args, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_a_gpumode_problem_that_cannot_load_is_exit_2(capsys, tmp_path):
+    suite = f"gpumode:{FIXTURES / 'gpumode' / 'broken' / 'no-reference'}"
+    assert batch.main(["--suite", suite, "--candidates", ".", "--out", str(tmp_path)]) == 2
+    assert "reference.py is missing" in capsys.readouterr().err
+
+
+def test_reference_candidates_script_writes_each_reference_in_its_form(tmp_path):
+    spec = importlib.util.spec_from_file_location("reference_candidates", REPO / "bench" / "reference_candidates.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--suite", KERNELBENCH, "--problems", "2", "--out", str(tmp_path)]) == 0
+    relu = (tmp_path / "level1" / "2_Relu.py").read_text()
+    assert relu.startswith((FIXTURES / "kernelbench" / "KernelBench" / "level1" / "2_Relu.py").read_text().rstrip())
+    assert relu.endswith("class ModelNew(Model):\n    pass\n")
+    assert script.main(["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'problems'}", "--out", str(tmp_path)]) == 0
+    assert "return ref_kernel(data)" in (tmp_path / "row-scale.py").read_text()

@@ -1,0 +1,77 @@
+"""The suite report's arithmetic on a table checked by hand, and the files it writes."""
+
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from evaluators.result import EvalResult, ShapeResult
+from evaluators.suite_report import SuiteRow, not_judged, row_from_result, summarize, write_suite_report
+
+# key, status, speedup, set aside: fast_0 counts a, b, c, d, e, j (6 of 10); fast_1 a, b, e (2.0 > 1);
+# fast_2 only a (2.0 is not more than 2); f is correct and fastest but set aside, so it counts nowhere.
+TABLE = [
+    ("a", "correct", 3.0, None),
+    ("b", "correct", 1.5, None),
+    ("c", "correct", 1.0, None),
+    ("d", "correct", 0.5, None),
+    ("e", "correct", 2.0, None),
+    ("f", "correct", 5.0, "beyond the plausible bound"),
+    ("g", "incorrect", None, None),
+    ("h", "compile_error", None, None),
+    ("j", "correct", None, None),  # checked, not timed
+]
+
+
+def rows() -> list[SuiteRow]:
+    table = [SuiteRow(key=k, status=s, speedup=x, set_aside=a) for k, s, x, a in TABLE]
+    return table + [not_judged("i", "no candidate file")]
+
+
+def test_fast_p_and_geomean_on_a_hand_checked_table():
+    summary = summarize(rows())
+    assert summary["problems"] == 10
+    assert (summary["fast_0"], summary["fast_1"], summary["fast_2"]) == (0.6, 0.3, 0.1)
+    assert (summary["correct"], summary["set_aside"], summary["not_judged"]) == (7, 1, 1)
+    # Over the five trusted timed rows: (3 * 1.5 * 1 * 0.5 * 2) ** (1/5) = 4.5 ** 0.2.
+    assert summary["geomean_over"] == 5
+    assert summary["geomean_speedup"] == pytest.approx(4.5**0.2)
+    assert summary["median_roofline_fraction"] is None
+
+
+def test_an_empty_suite_has_no_fast_problems():
+    summary = summarize([])
+    assert summary["fast_0"] == 0.0 and summary["geomean_speedup"] is None
+
+
+def test_rows_from_evaluations_carry_set_aside_and_roofline():
+    flagged = EvalResult(status="correct", speedup=40.0, message="correct\nmore", stages={"total": 3.21})
+    flagged.flag("beyond_plausible", "speedup 40x is beyond the plausible bound")
+    flagged.shapes = [
+        ShapeResult(name="a", kind="benchmark", roofline_fraction=0.2),
+        ShapeResult(name="b", kind="benchmark", roofline_fraction=0.6),
+        ShapeResult(name="c", kind="test", roofline_fraction=0.9),
+    ]
+    row = row_from_result("level1/1_X", flagged, tokens=10, dollars=0.5)
+    assert row.set_aside == "speedup 40x is beyond the plausible bound" and not row.fast(0)
+    assert row.roofline_fraction == pytest.approx(0.4) and row.wall_s == 3.21 and row.message == "correct"
+    assert (row.tokens, row.dollars) == (10, 0.5)
+    wrong = row_from_result("k", EvalResult(status="incorrect", speedup=2.0), wall_s=1.0)
+    assert wrong.speedup is None and not wrong.fast(0)
+
+
+def test_report_files(tmp_path):
+    machine = {"gpu": None, "gpus": 0, "cpu": "test cpu", "torch": "2.x", "python": "3.11", "executor": "local: cpu"}
+    path = write_suite_report(tmp_path, rows(), suite="kernelbench:X", machine_info=machine, title="T")
+    markdown = path.read_text()
+    assert "fast_0 60.0% (6/10), fast_1 30.0% (3/10), fast_2 10.0% (1/10)" in markdown
+    assert "CPU only (test cpu)" in markdown and "![speedup distribution](speedup.svg)" in markdown
+    assert "| f | correct | 5x | - | - | - | - | beyond the plausible bound |" in markdown
+    assert "| i | not_judged |" in markdown
+    report = json.loads((tmp_path / "suite.json").read_text())
+    assert [r["key"] for r in report["rows"]] == list("abcdefghji")
+    assert math.isclose(report["summary"]["fast_1"], 0.3)
+    svg = ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
+    labels = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "set aside" in labels and "failed" in labels and "1-2x" in labels

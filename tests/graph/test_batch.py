@@ -1,0 +1,97 @@
+"""The scientist over a suite (graph.batch) on an authored cassette: two problems, a stop and a resume, the cap."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from graph import batch
+from graph.lab import ARCHIVE_FILE
+from kernels.archive import Archive
+
+from .conftest import CASSETTES
+
+pytestmark = pytest.mark.slow
+SUITE = Path(__file__).parent / "batch_suite"
+CASSETTE = json.loads((CASSETTES / "batch.json").read_text())
+# Per problem and iteration: selector 1560 + hypothesizer 6300 + implementer 4600 tokens (the cassette's usage).
+TOKENS_PER_ITERATION = 12460
+
+
+def write_cassette(path: Path, iterations: int) -> None:
+    calls = [call for call in CASSETTE["calls"] if int(call["call_id"].split(".")[0][1:]) <= iterations]
+    path.write_text(json.dumps(CASSETTE | {"calls": calls}))
+
+
+def run_batch(cassette: Path, out: Path, *extra: str) -> int:
+    args = ["--suite", str(SUITE), "--model", f"replay:{cassette}", "--budget", "2", "--out", str(out)]
+    return batch.main([*args, "--experiments-per-iteration", "1", "--device", "cpu", "--retrieval", "lexical", *extra])
+
+
+def rows(out: Path) -> dict[str, dict]:
+    return {row["key"]: row for row in json.loads((out / "suite.json").read_text())["rows"]}
+
+
+def test_a_stopped_batch_resumes_each_run_from_its_checkpoints(tmp_path, monkeypatch, capsys):
+    cassette, out = tmp_path / "cassette.json", tmp_path / "out"
+    # The first cassette ends after iteration 1: each run stops at iteration 2's selector (exit 3), resumable.
+    write_cassette(cassette, iterations=1)
+    assert run_batch(cassette, out) == 0
+    first = rows(out)
+    assert list(first) == ["relu_matrix", "relu_vector"]
+    for key, row in first.items():
+        assert row["status"] == "not_judged" and "run stopped (exit 3)" in row["message"]
+        assert row["tokens"] == TOKENS_PER_ITERATION  # read from the run's checkpoint
+        archive = Archive(out / "runs" / key / ARCHIVE_FILE)
+        assert [r.id for r in archive.records] == ["c0000", "c0001"]
+
+    write_cassette(cassette, iterations=2)
+    assert run_batch(cassette, out) == 0
+    assert "0 finished before, 2 to resume" in capsys.readouterr().out
+    for key, row in rows(out).items():
+        assert row["status"] == "correct" and row["speedup"] > 0 and row["set_aside"] is None
+        # Iteration 1 was not redone: its calls are counted once, and no candidate is archived twice.
+        assert row["tokens"] == 2 * TOKENS_PER_ITERATION and row["dollars"] > 0
+        archive = Archive(out / "runs" / key / ARCHIVE_FILE)
+        assert [r.id for r in archive.records] == ["c0000", "c0001", "c0002"]
+        assert row["message"].startswith("best c000")
+    summary = json.loads((out / "suite.json").read_text())["summary"]
+    assert summary["fast_0"] == 1.0 and summary["tokens"] == 4 * TOKENS_PER_ITERATION
+    assert "| relu_vector | correct |" in (out / "suite.md").read_text()
+
+    def no_new_runs(*args, **kwargs):
+        raise AssertionError("a finished problem was run again")
+
+    monkeypatch.setattr(subprocess, "Popen", no_new_runs)
+    assert run_batch(cassette, out) == 0
+    assert "2 finished before, 0 to resume" in capsys.readouterr().out
+
+
+def test_the_dollar_cap_stops_new_problems_and_they_count_as_failures(tmp_path):
+    cassette, out = tmp_path / "cassette.json", tmp_path / "out"
+    write_cassette(cassette, iterations=2)
+    # One iteration costs about $0.04: the first run is told $0.01 is left, stops after it, and the cap is spent.
+    assert run_batch(cassette, out, "--max-dollars", "0.01") == 0
+    matrix, vector = rows(out).values()
+    assert matrix["status"] == "correct" and matrix["tokens"] == TOKENS_PER_ITERATION
+    assert vector["status"] == "not_judged" and "dollar cap $0.01 reached" in vector["message"]
+    assert not (out / "runs" / "relu_vector").exists()
+    assert json.loads((out / "suite.json").read_text())["summary"]["fast_0"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--suite", "/no/such/suite", "--model", "x:y"], "suite path not found"),
+        (["--suite", str(SUITE), "--model", "nocolon"], "bad model 'nocolon'"),
+        (["--suite", str(SUITE), "--model", "x:y", "--problems", "*none*"], "matches '*none*'"),
+        (["--suite", str(SUITE), "--model", "x:y", "--budget", "0"], "must be > 0"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(args, says, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        batch.main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
