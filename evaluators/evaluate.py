@@ -59,7 +59,7 @@ def evaluate(
         source_hash=hashlib.sha256(candidate_source.encode()).hexdigest()[:16],
         strict=options.strict,
     )
-    static = check_source(candidate_source)
+    static = check_source(candidate_source, "custom_kernel" if problem.format == "gpumode" else "ModelNew")
     result.stages["static"] = time.perf_counter() - started
     for code, text in static.flags:
         result.flag(code, text)

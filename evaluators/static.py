@@ -36,14 +36,18 @@ class StaticReport:
     flags: list[tuple[str, str]] = field(default_factory=list)
 
 
-def check_source(source: str) -> StaticReport:
-    """Parse the candidate and collect flags; a syntax error or a missing ModelNew is fatal."""
+def check_source(source: str, entry: str = "ModelNew") -> StaticReport:
+    """Parse the candidate and collect flags; a syntax error or a missing entry point is fatal.
+
+    `entry` is "ModelNew" (KernelBench: a class, or an alias such as `ModelNew = Model`) or "custom_kernel"
+    (GPU MODE: a function, or an alias such as `custom_kernel = ref_kernel`).
+    """
     try:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         return StaticReport(error=f"syntax error at line {exc.lineno}: {exc.msg}")
-    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
-        return StaticReport(error="the candidate does not define class ModelNew at top level")
+    if not _defines(tree, entry):
+        return StaticReport(error=f"the candidate does not define {entry} at top level")
     flags: list[tuple[str, str]] = []
     if not _has_custom_kernel(tree, source):
         flags.append(
@@ -52,6 +56,16 @@ def check_source(source: str) -> StaticReport:
     for node in ast.walk(tree):
         flags.extend(_node_flags(node))
     return StaticReport(flags=list(dict.fromkeys(flags)))
+
+
+def _defines(tree: ast.Module, entry: str) -> bool:
+    """A top-level class or function named `entry`, or an assignment to it."""
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == entry for t in node.targets):
+            return True
+    return False
 
 
 def _has_custom_kernel(tree: ast.Module, source: str) -> bool:

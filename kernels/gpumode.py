@@ -156,6 +156,7 @@ class GpuModeRuntime:
     """
 
     candidate_entry = "custom_kernel"
+    accepts_dist = False  # GPU MODE generators draw from their own distributions
 
     def __init__(self, problem: Problem, device: str):
         self.problem, self.device = problem, device
@@ -184,11 +185,14 @@ class GpuModeRuntime:
         """Make `shape` current: its params are generate_input's arguments."""
         self.shape = shape
 
-    def inputs(self, seed: int, dist: str) -> list:
+    def inputs(self, seed: int, dist: str, device: str | None = None) -> list:
         """One call's data from generate_input under a seed derived from `seed`, as a flat argument list.
 
-        GPU MODE generators draw from their own distributions, so `dist` does not apply.
+        GPU MODE generators draw from their own distributions, so `dist` does not apply, and they allocate on the
+        device they name, so they cannot be sized on "meta" (the evaluator then measures one real call).
         """
+        if device not in (None, self.device):
+            raise NotImplementedError(f"GPU MODE inputs are drawn on the problem's own device, not {device}")
         case = dict(self.shape.params if self.shape else {})
         if isinstance(case.get("seed"), int):
             case["seed"] = derive_seed(seed, case["seed"])

@@ -1,0 +1,36 @@
+"""A GPU MODE problem through the evaluator: its shapes, its custom_kernel form, the same guarantees as ModelNew."""
+
+from pathlib import Path
+
+from evaluators import EvalOptions, evaluate
+
+FIXTURES = Path(__file__).parents[1] / "kernels" / "fixtures" / "gpumode"
+PROBLEM = FIXTURES / "problems" / "row-scale"
+
+
+def test_a_custom_kernel_submission_is_judged_on_every_shape(cache_dir):
+    source = (FIXTURES / "submissions" / "row-scale.py").read_text()
+    result = evaluate(str(PROBLEM), source, "cpu", EvalOptions(cache_dir=cache_dir, timeout_s=30))
+    assert result.status == "correct", result.message
+    assert {s.kind for s in result.shapes} == {"benchmark", "test"}
+    assert all(s.speedup for s in result.shapes if s.kind == "benchmark")
+
+
+def test_a_submission_without_custom_kernel_is_a_compile_error(cache_dir):
+    source = (FIXTURES / "submissions" / "no_custom_kernel.py").read_text()
+    result = evaluate(str(PROBLEM), source, "cpu", EvalOptions(cache_dir=cache_dir, timing=False))
+    assert result.status == "compile_error" and "custom_kernel" in result.message
+
+
+def test_a_cached_answer_is_caught_in_the_gpumode_form_too(cache_dir):
+    source = (FIXTURES / "submissions" / "row-scale.py").read_text()
+    cheat = source.replace("def custom_kernel(", "def _honest(") + (
+        "\n\n_seen = {}\n\n\ndef custom_kernel(data):\n"
+        "    key = tuple(t.shape for t in data if hasattr(t, 'shape'))\n"
+        "    if key not in _seen or len(_seen) > 100:\n"
+        "        _seen[key] = _honest(data)\n"
+        "    _seen['calls'] = _seen.get('calls', 0) + 1\n"
+        "    return _seen[key] if _seen['calls'] > 12 else _honest(data)\n"
+    )
+    result = evaluate(str(PROBLEM), cheat, "cpu", EvalOptions(cache_dir=cache_dir, timeout_s=30))
+    assert result.status == "incorrect", result.message
