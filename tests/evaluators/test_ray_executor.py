@@ -69,7 +69,7 @@ def kill_worker_always(problem, source, device, options):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-@pytest.mark.parametrize("name", ["torch_only", "wrong_shape", "raises"])
+@pytest.mark.parametrize("name", ["torch_only", "wrong_shape", "raises", "segfault"])
 def test_an_evaluation_on_ray_agrees_with_the_local_one(executor, name, cache_dir):
     problem = load_problem(PROBLEM)
     remote = executor.submit(problem, candidate(name), OPTIONS).result()
@@ -77,6 +77,8 @@ def test_an_evaluation_on_ray_agrees_with_the_local_one(executor, name, cache_di
     assert (remote.status, remote.message) == (local.status, local.message)
     assert remote.suspicious == local.suspicious and remote.source_hash == local.source_hash
     assert remote.node == socket.gethostname() and remote.gpu == "cpu"
+    # A candidate that kills its own sandbox is its runtime_error, not a lost worker to retry.
+    assert executor.progress().retried == 0
 
 
 def test_a_broken_problem_raises_as_it_does_locally(executor, cache_dir):
