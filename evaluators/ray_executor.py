@@ -116,7 +116,10 @@ def evaluate_on_node(bundle: dict, source: str, options: dict, device: str, key:
     gpu_ids = ray.get_gpu_ids()
     node, gpu = placement(device, str(gpu_ids[0]) if gpu_ids else None)
     where = {"node": node, "node_id": ray.get_runtime_context().get_node_id(), "gpu": gpu}
-    ray.get(board.started.remote(key, where))  # before any work: a death after this is known to be on this node
+    try:
+        ray.get(board.started.remote(key, where))  # before any work: a death after this is known to be on this node
+    except ray_errors.RayError:
+        pass  # the board serves progress and retries; the evaluation goes on without it
     with tempfile.TemporaryDirectory(prefix="ks-problem-") as scratch:
         problem = unpack_problem(bundle, Path(scratch))
         result = (runner or evaluate)(problem, source, device, EvalOptions(**options))
@@ -163,9 +166,11 @@ class RayExecutor:
             raise
         self.max_attempts = max_attempts
         self._runner = runner  # what runs on the node instead of evaluate(); tests put faults in front of it
-        self._task = ray.remote(evaluate_on_node)
-        # Retries are ours (max_retries=0), so that a retry can avoid the node that failed.
-        self._resources = {"num_cpus": 1, "num_gpus": 1 if self.device == "cuda" else 0, "max_retries": 0}
+        gpu = self.device == "cuda"
+        # Retries are ours (max_retries=0), so that a retry can avoid the node that failed. A GPU task gets a fresh
+        # worker process (max_calls=1): CUDA, once initialised in a process, keeps the GPUs it saw first, and Ray
+        # gives the next task on a reused worker another GPU through CUDA_VISIBLE_DEVICES.
+        self._task = ray.remote(num_cpus=1, num_gpus=int(gpu), max_retries=0, max_calls=int(gpu))(evaluate_on_node)
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
         self._board = PlacementBoard.options(scheduling_strategy=here).remote()
         self._bundles: dict[tuple[str, str], object] = {}
@@ -202,7 +207,7 @@ class RayExecutor:
         strategy = "DEFAULT"
         if evaluation.failed_nodes:  # soft: another node when there is one, the same node when it is the only one
             strategy = NodeLabelSchedulingStrategy({}, soft={NODE_ID_LABEL: NotIn(*evaluation.failed_nodes)})
-        ref = self._task.options(**self._resources, name="ks-evaluate", scheduling_strategy=strategy).remote(
+        ref = self._task.options(name="ks-evaluate", scheduling_strategy=strategy).remote(
             evaluation.bundle, evaluation.source, evaluation.options, self.device, evaluation.key, self._board,
             self._runner,
         )  # fmt: skip
@@ -307,7 +312,8 @@ class RayExecutor:
         for ref in refs:
             ray.cancel(ref)
         self._fail_all(CancelledError("the Ray executor was closed"))
-        ray.kill(self._board)
+        if ray.is_initialized():
+            ray.kill(self._board)
         self._shutdown_ray()
 
     def _shutdown_ray(self) -> None:
