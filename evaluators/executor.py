@@ -1,19 +1,56 @@
 """Where evaluations run: the Executor interface the graph's slots and the batches submit to, and its local kind.
 
 The local executor runs one evaluation per GPU at a time on this host (CPU: as many as asked), each through
-`evaluate()`; a cluster executor (Ray) implements the same interface.
+`evaluate()`; the Ray executor (`evaluators.ray_executor`, imported only when a cluster is asked for) implements
+the same interface. `make_executor` picks one from a `--cluster` value.
 """
 
 from __future__ import annotations
 
 import queue
+import re
+import socket
+import threading
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from evaluators.evaluate import evaluate
+import evaluators
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
+from evaluators.toolchain import device_index
 from kernels.problem import Problem
+
+CLUSTER_SPEC = re.compile(r"local|ray|auto|ray://[^\s:/]+:\d+")
+
+
+class ClusterError(RuntimeError):
+    """A cluster that cannot be reached or used; the message is one line."""
+
+
+class InfrastructureError(ClusterError):
+    """An evaluation the machinery lost (its worker or node died) more often than retries allow: not judged.
+
+    It is no verdict on the candidate, so it is raised, never turned into an EvalResult status: the caller
+    records the evaluation as not judged, and a resumed run evaluates it again.
+    """
+
+
+@dataclass(frozen=True)
+class ExecutorProgress:
+    """A snapshot for live progress: evaluations waiting for a device, running per node, finished, retried."""
+
+    queued: int = 0
+    running: dict[str, int] = field(default_factory=dict)
+    done: int = 0
+    retried: int = 0
+
+    def line(self) -> str:
+        """One status line: "2 queued | running: gpu-a 4, gpu-b 3 | 17 done | 1 retried"."""
+        running = ", ".join(f"{node} {count}" for node, count in sorted(self.running.items())) or "none"
+        retried = f" | {self.retried} retried" if self.retried else ""
+        return f"{self.queued} queued | running: {running} | {self.done} done{retried}"
 
 
 class Executor(Protocol):
@@ -25,6 +62,10 @@ class Executor(Protocol):
 
     def describe(self) -> str:
         """Where evaluations run, for reports: "local: 2 x cuda", "ray: 3 nodes, 16 GPUs"."""
+        ...
+
+    def progress(self) -> ExecutorProgress:
+        """Evaluations queued, running per node and done so far (cheap; a live display polls it)."""
         ...
 
     def close(self) -> None:
@@ -43,17 +84,34 @@ class LocalExecutor:
         for device in self.devices:
             self._free.put(device)
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ks-eval")
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def submit(self, problem: Problem, source: str, options: EvalOptions | None = None) -> Future[EvalResult]:
         """Queue one evaluation; it runs on the next free device."""
+        with self._lock:
+            self._counts["queued"] += 1
         return self._pool.submit(self._run, problem, source, options)
 
     def _run(self, problem: Problem, source: str, options: EvalOptions | None) -> EvalResult:
         device = self._free.get()
+        with self._lock:
+            self._counts.update(queued=-1, running=1)
         try:
-            return evaluate(problem, source, device, options)
+            # Looked up at call time, so a spy on evaluators.evaluate sees every local evaluation.
+            result = evaluators.evaluate(problem, source, device, options)
+            result.node, result.gpu = placement(device)
+            return result
         finally:
+            with self._lock:
+                self._counts.update(running=-1, done=1)
             self._free.put(device)
+
+    def progress(self) -> ExecutorProgress:
+        """Counts of this host's evaluations."""
+        with self._lock:
+            running = {socket.gethostname(): self._counts["running"]} if self._counts["running"] else {}
+            return ExecutorProgress(queued=self._counts["queued"], running=running, done=self._counts["done"])
 
     def describe(self) -> str:
         """The devices, e.g. "local: cuda:0, cuda:1"."""
@@ -75,3 +133,44 @@ def local_devices(device: str = "auto") -> list[str]:
     if device == "cuda":
         raise ValueError("--device cuda asked for, but no CUDA GPU is visible")
     return ["cpu"]
+
+
+def placement(device: str, gpu_id: str | None = None) -> tuple[str, str]:
+    """(node, gpu) naming where an evaluation on `device` ran: this host, and the GPU's model and index or "cpu".
+
+    `gpu_id` is the index the machine knows the GPU by, where `device` names it after a remapping (Ray's).
+    """
+    node = socket.gethostname()
+    if device == "cpu":
+        return node, "cpu"
+    import torch
+
+    index = device_index(device) or 0
+    return node, f"{torch.cuda.get_device_name(index)} #{gpu_id if gpu_id is not None else index}"
+
+
+def cluster_spec(text: str) -> str:
+    """A `--cluster` value checked: local, ray, auto or ray://HOST:PORT (argparse type; ValueError otherwise)."""
+    if not CLUSTER_SPEC.fullmatch(text):
+        raise ValueError(f"unknown cluster {text!r}; expected local, ray, auto or ray://HOST:PORT")
+    return text
+
+
+def make_executor(cluster: str | None, device: str = "auto", *, cpu_slots: int = 1) -> Executor:
+    """The executor for a `--cluster` value: None or "local" evaluates on this host, the others on Ray.
+
+    Local: one slot per GPU of `device` (`cuda:N` is one slot), or `cpu_slots` CPU slots. Ray: connects now,
+    so an unreachable cluster is a ClusterError before any work is spent.
+    """
+    if cluster in (None, "local"):
+        devices = local_devices(device)
+        return LocalExecutor(devices * cpu_slots if devices == ["cpu"] else devices)
+    try:
+        cluster_spec(cluster)
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+    try:
+        from evaluators.ray_executor import RayExecutor
+    except ImportError:
+        raise ClusterError(f"--cluster {cluster} needs Ray: pip install -e '.[cluster]'") from None
+    return RayExecutor(cluster, device)

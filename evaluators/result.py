@@ -61,6 +61,8 @@ class EvalResult(BaseModel):
     message: str = ""
     diagnostics: str = ""
     device: str = "cpu"
+    node: str = Field("", description="the host the evaluation ran on (set by the executor)")
+    gpu: str = Field("", description='the GPU both workers ran on, model and index ("NVIDIA H200 #3"), or "cpu"')
     timing: Literal["cuda-events", "interpreter"] | None = None
     reps: int | None = Field(None, description="timed repetitions of the candidate")
     roofline: Roofline | None = None

@@ -23,6 +23,12 @@ class RunContext:
         default_factory=dict, metadata={"description": "Per-role model overrides, e.g. {'hypothesizer': 'replay:X'}."}
     )
     device: str = field(default="auto", metadata={"description": "'auto' (a GPU if present), 'cuda' or 'cpu'."})
+    cluster: str | None = field(
+        default=None,
+        metadata={
+            "description": "Where evaluations run: this host (None, 'local') or Ray ('ray', 'auto', 'ray://H:P')."
+        },
+    )
     iterations: int = field(default=3, metadata={"description": "Iterations of select, hypothesize, implement."})
     experiments_per_iteration: int = field(
         default=2, metadata={"description": "Experiments implemented per iteration."}

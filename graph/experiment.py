@@ -8,7 +8,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-import evaluators
 from agents.debugger import debug_candidate
 from agents.errors import MalformedAnswer
 from agents.implementer import implement_experiment
@@ -45,7 +44,7 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
 def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "__end__"]]:
     """Compile, check and time the candidate; a failure goes to the debugger while attempts remain."""
     task, attempts = state["task"], state.get("debug_attempts", 0)
-    result = evaluators.evaluate(task.problem, state["source"], task.device).model_dump()
+    result = lab.evaluate(runtime.context, task.problem, state["source"], task.device)
     status = result["status"]
     runtime.stream_writer(
         {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status, **_timing(result)}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from secrets import token_hex
 
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
+from evaluators.executor import Executor, make_executor
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
-from kernels.problem import Problem
+from kernels.problem import Problem, load_problem
 
 RUNS_DIR = Path("runs")
 ARCHIVE_FILE = "archive.jsonl"
@@ -33,6 +35,45 @@ def resolve_device(device: str) -> str:
     import torch  # the graph process needs torch only to look for a GPU
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+_executors: dict[tuple[str | None, str], Executor] = {}
+_executors_lock = threading.Lock()
+
+
+def executor(ctx: RunContext, device: str) -> Executor:
+    """The evaluation executor for a slot's device, made once per process and kept for the run.
+
+    Locally one executor per device (a slot's `cuda:N`, or CPU slots for the experiments of an iteration); on a
+    cluster one for the whole run, whatever GPU index a slot was given. Raises ClusterError if Ray cannot be joined.
+    """
+    local = ctx.cluster in (None, "local")
+    key = (None, device) if local else (ctx.cluster, "cluster")
+    with _executors_lock:
+        if key not in _executors:
+            _executors[key] = make_executor(ctx.cluster, device, cpu_slots=ctx.experiments_per_iteration)
+        return _executors[key]
+
+
+def run_device(ctx: RunContext) -> str:
+    """The run's device: `cuda` or `cpu` of this host, or what the cluster's tasks ask for (joining it now)."""
+    if ctx.cluster in (None, "local"):
+        return resolve_device(ctx.device)
+    return executor(ctx, ctx.device).device
+
+
+def evaluate(ctx: RunContext, problem: Problem | str, source: str, device: str) -> dict:
+    """Submit one evaluation to the run's executor and wait for it; the EvalResult as a dict."""
+    problem = problem if isinstance(problem, Problem) else load_problem(problem)
+    return executor(ctx, device).submit(problem, source).result().model_dump()
+
+
+def close_executors() -> None:
+    """Release the run's executors (and a Ray this process started)."""
+    with _executors_lock:
+        for held in _executors.values():
+            held.close()
+        _executors.clear()
 
 
 def gpu_slots() -> int:

@@ -10,7 +10,6 @@ from typing import Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-import evaluators
 import retrieval
 from agents.briefs import CandidateBrief
 from agents.errors import MalformedAnswer
@@ -30,12 +29,12 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
     """Load the problem, open or resume the archive, and measure the reference and the seed once."""
     ctx = runtime.context
     problem = load_problem(ctx.problem)
-    device = lab.resolve_device(ctx.device)
+    device = lab.run_device(ctx)
     run_dir = state.get("run_dir") or ctx.run_dir or str(lab.RUNS_DIR / lab.new_run_id(problem.name))
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     archive = lab.open_archive(run_dir)
     if not len(archive):
-        _measure_starting_point(archive, problem, device)
+        _measure_starting_point(archive, problem, device, ctx)
     best = lab.best_kernel(archive)
     update = {
         "problem": ctx.problem,
@@ -50,7 +49,7 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
     return Command(goto="report" if reason else "selector", update={**update, "stop_reason": reason})
 
 
-def _measure_starting_point(archive: Archive, problem: Problem, device: str) -> None:
+def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx: RunContext) -> None:
     """Archive the PyTorch reference (speedup 1 by definition) and the seed, from one evaluation."""
     if problem.seed_path is not None:
         seed_source = problem.seed_path.read_text()
@@ -59,7 +58,7 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str) -> 
     else:
         # Without a seed the reference itself is timed against itself, for its runtime.
         seed_source = problem.source + "\n\nModelNew = Model\n"
-    result = evaluators.evaluate(problem, seed_source, device).model_dump()
+    result = lab.evaluate(ctx, problem, seed_source, device)
     reference = archive.add(
         CandidateRecord(
             id=archive.next_id(),

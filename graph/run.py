@@ -2,8 +2,9 @@
 
 With no arguments it runs the bundled default problem (fused_residual_norm) end to end: Gemini when
 GOOGLE_API_KEY is set, else a replay of the bundled, hand-authored demo cassette. Exit codes: 0 done,
-2 bad usage, 3 a fatal LLM error (authentication, bad request, cassette miss; the run can be resumed),
-130 interrupted (resume with --resume RUN_ID).
+2 bad usage (an unreachable --cluster included, found before any LLM call), 3 a fatal LLM error
+(authentication, bad request, cassette miss; the run can be resumed), 4 the cluster lost an evaluation past its
+retries (resume when it is back), 130 interrupted (resume with --resume RUN_ID).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.console import Console
 import agents
 from agents.errors import FatalLLMError
 from agents.models import DEFAULT_MODEL, parse_role_overrides
+from evaluators.executor import ClusterError, InfrastructureError, cluster_spec
 from graph import lab
 from graph.builder import build_graph
 from graph.checkpoint import open_checkpointer
@@ -31,7 +33,7 @@ from kernels.problem import ProblemError, load_problem
 DEMO_CASSETTE = Path(agents.__file__).parent / "cassettes" / "demo_fused_residual_norm.json"
 SETTINGS_FILE = "run.json"
 # Flags that may change when a run is resumed (to give it more budget); the rest are the run's identity.
-RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "max_concurrency")
+RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "cluster", "max_concurrency")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -49,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help=f"provider:model or replay:CASSETTE (default {DEFAULT_MODEL}, or the demo)")
     p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto: a GPU if present")
+    p.add_argument(
+        "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
+    )
     p.add_argument("--iterations", type=positive_int, help="default 3")
     p.add_argument("--experiments-per-iteration", type=positive_int, help="default 2")
     p.add_argument("--max-concurrency", type=positive_int, help="experiments evaluated at once (default 2)")
@@ -69,6 +74,14 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def cluster_arg(text: str) -> str:
+    """An argparse type: a --cluster value (local, ray, auto, ray://HOST:PORT)."""
+    try:
+        return cluster_spec(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def natural_int(text: str) -> int:
@@ -149,12 +162,25 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     console = Console(highlight=False, soft_wrap=True)
+    try:
+        return run_with_executors(args, p, console)
+    finally:
+        lab.close_executors()
+
+
+def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console: Console) -> int:
+    """Run or resume, with the cluster (if any) joined before any LLM call is made."""
     if args.resume:
         run_id = args.resume
         run_dir = args.out or lab.RUNS_DIR / run_id
         ctx, concurrency = resumed_settings(args, p, run_dir)
     else:
         ctx, concurrency, banner = new_settings(args, p)
+    try:
+        where = lab.executor(ctx, lab.run_device(ctx)).describe()
+    except (ClusterError, ValueError) as error:
+        p.error(str(error))
+    if not args.resume:
         run_dir = args.out or lab.RUNS_DIR / lab.new_run_id(ctx.problem)
         run_id = run_dir.name
         if (run_dir / SETTINGS_FILE).exists():
@@ -176,13 +202,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume and snapshot.values and not snapshot.next:
             console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
             return 0
-        console.print(f"run {run_id}: {ctx.problem} with {ctx.model} -> {run_dir}")
+        console.print(f"run {run_id}: {ctx.problem} with {ctx.model} -> {run_dir}; evaluations on {where}")
         try:
             final = stream(graph, None if args.resume else {}, config, ctx, console)
         except FatalLLMError as error:
             print(f"error: {error}", file=sys.stderr)
             console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
             return 3
+        except InfrastructureError as error:
+            print(f"error: {error}", file=sys.stderr)
+            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+            return 4
         except KeyboardInterrupt:
             console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}")
             return 130

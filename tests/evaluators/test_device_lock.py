@@ -1,0 +1,62 @@
+"""The per-GPU timing lock holds across processes of a node, and a GPU's lock is the same under any remapping.
+
+Ray gives each task one GPU by setting CUDA_VISIBLE_DEVICES, so the task sees it as `cuda`; a local slot sees the
+same GPU as `cuda:N`. Both must take one lock, or two evaluations could time on one GPU at once.
+"""
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluators.environment import visible_device_env
+
+HOLD = """
+import sys
+from pathlib import Path
+from evaluators.timing import device_lock
+with device_lock(Path(sys.argv[1]), sys.argv[2]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def lock_is_free(cache_dir: Path, key: str) -> bool:
+    with open(cache_dir / "locks" / f"{key}.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+def test_a_gpu_locked_by_one_process_is_locked_for_every_other(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path), "cuda-GPU-aaaa"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert not lock_is_free(tmp_path, "cuda-GPU-aaaa")
+        (tmp_path / "locks" / "cuda-GPU-bbbb.lock").touch()
+        assert lock_is_free(tmp_path, "cuda-GPU-bbbb"), "another GPU's lock must stay free"
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+        assert lock_is_free(tmp_path, "cuda-GPU-aaaa")
+    finally:
+        holder.kill()
+
+
+@pytest.mark.gpu
+def test_a_gpu_has_one_lock_key_whether_seen_as_cuda_n_or_as_the_only_gpu():
+    index = torch.cuda.device_count() - 1
+    code = "from evaluators.timing import device_key; print(device_key('cuda'))"
+    env = os.environ | visible_device_env(index) | {"PYTHONPATH": os.getcwd()}
+    seen_alone = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert seen_alone.stdout.strip() == f"cuda-{torch.cuda.get_device_properties(index).uuid}", seen_alone.stderr

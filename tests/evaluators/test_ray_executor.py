@@ -1,0 +1,186 @@
+"""The Ray executor on a local two-CPU Ray: agreement with local evaluations, lost workers, a killed driver.
+
+A module-scoped Ray (no GPU resources, no dashboard) serves every test; each CPU evaluation takes seconds.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from ray import cloudpickle  # noqa: E402
+
+from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators.executor import ClusterError, InfrastructureError, make_executor  # noqa: E402
+from evaluators.journal import Journal  # noqa: E402
+from evaluators.ray_executor import RayExecutor, node_options  # noqa: E402
+from kernels.problem import ProblemError, load_problem  # noqa: E402
+from tests.evaluators.conftest import PROBLEM, candidate  # noqa: E402
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).parent
+REPO = HERE.parents[1]
+OPTIONS = EvalOptions(timing=False, timeout_s=60)
+# The fault runners below are shipped to Ray's workers by value: the test module is not importable there.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    """A two-CPU Ray for this module; its workers inherit a cache directory of their own (node-local)."""
+    saved = os.environ.get("KS_CACHE_DIR")
+    os.environ["KS_CACHE_DIR"] = str(tmp_path_factory.mktemp("node-cache"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+    if saved is None:
+        os.environ.pop("KS_CACHE_DIR", None)
+    else:
+        os.environ["KS_CACHE_DIR"] = saved
+
+
+@pytest.fixture(scope="module")
+def executor(local_ray):
+    ex = make_executor("ray", "cpu")
+    yield ex
+    ex.close()
+
+
+def kill_worker_once(marker: Path):
+    """A runner whose first call kills the Ray worker running it (as a dying machine would), then evaluates."""
+
+    def runner(problem, source, device, options):
+        if not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return evaluate(problem, source, device, options)
+
+    return runner
+
+
+def kill_worker_always(problem, source, device, options):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("name", ["torch_only", "wrong_shape", "raises", "segfault"])
+def test_an_evaluation_on_ray_agrees_with_the_local_one(executor, name, cache_dir):
+    problem = load_problem(PROBLEM)
+    remote = executor.submit(problem, candidate(name), OPTIONS).result()
+    local = evaluate(problem, candidate(name), "cpu", OPTIONS.model_copy(update={"cache_dir": cache_dir}))
+    assert (remote.status, remote.message) == (local.status, local.message)
+    assert remote.suspicious == local.suspicious and remote.source_hash == local.source_hash
+    assert remote.node == socket.gethostname() and remote.gpu == "cpu"
+    # A candidate that kills its own sandbox is its runtime_error, not a lost worker to retry.
+    assert executor.progress().retried == 0
+
+
+def test_a_broken_problem_raises_as_it_does_locally(executor, cache_dir):
+    problem = load_problem(HERE / "problems" / "broken_import.py")
+    with pytest.raises(ProblemError) as local:
+        evaluate(problem, candidate("torch_only"), "cpu", OPTIONS.model_copy(update={"cache_dir": cache_dir}))
+    with pytest.raises(ProblemError) as remote:
+        executor.submit(problem, candidate("torch_only"), OPTIONS).result()
+    assert str(remote.value) == str(local.value)
+
+
+def wait_for(release: Path):
+    """A runner that holds its evaluation until the test creates `release`."""
+
+    def runner(problem, source, device, options):
+        while not release.exists():
+            time.sleep(0.05)
+        return evaluate(problem, source, device, options)
+
+    return runner
+
+
+def test_progress_shows_queued_running_per_node_and_done(local_ray, tmp_path):
+    release = tmp_path / "release"
+    ex = RayExecutor("ray", "cpu", runner=wait_for(release))
+    try:
+        # Two CPUs: two evaluations run, the third waits for one of them.
+        futures = [ex.submit(load_problem(PROBLEM), candidate("no_modelnew"), OPTIONS) for _ in range(3)]
+        deadline = time.monotonic() + 120
+        while ex.progress().running != {socket.gethostname(): 2} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ex.progress().running == {socket.gethostname(): 2} and ex.progress().queued == 1
+        release.touch()
+        assert [future.result().status for future in futures] == ["compile_error"] * 3
+        done = ex.progress()
+        assert (done.queued, done.running, done.done, done.retried) == (0, {}, 3, 0)
+        assert "0 queued | running: none | 3 done" == done.line()
+    finally:
+        ex.close()
+
+
+def test_a_worker_killed_mid_task_is_retried(local_ray, tmp_path):
+    marker = tmp_path / "killed-once"
+    ex = RayExecutor("ray", "cpu", runner=kill_worker_once(marker))
+    try:
+        result = ex.submit(load_problem(PROBLEM), candidate("torch_only"), OPTIONS).result()
+        assert marker.exists(), "the first attempt never ran"
+        assert result.status == "correct"
+        assert ex.progress().retried == 1 and ex.progress().done == 1
+    finally:
+        ex.close()
+
+
+def test_an_evaluation_lost_past_its_retries_is_not_judged(local_ray):
+    ex = RayExecutor("ray", "cpu", runner=kill_worker_always, max_attempts=2)
+    try:
+        future = ex.submit(load_problem(PROBLEM), candidate("torch_only"), OPTIONS)
+        with pytest.raises(InfrastructureError, match=r"not judged: lost 2 times \(WorkerCrashedError on "):
+            future.result()
+    finally:
+        ex.close()
+
+
+def test_only_options_the_caller_set_travel_and_never_the_cache_dir(tmp_path):
+    options = EvalOptions(timing=False, cache_dir=tmp_path)
+    assert node_options(options) == {"timing": False}
+    assert node_options(None) == {}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_cluster_is_one_line(monkeypatch):
+    port = free_port()
+    with pytest.raises(ClusterError, match=f"cannot reach the Ray cluster at ray://127.0.0.1:{port}") as caught:
+        make_executor(f"ray://127.0.0.1:{port}", "cpu")
+    assert "\n" not in str(caught.value)
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(ClusterError, match=f"cannot reach the Ray cluster at 127.0.0.1:{port}"):
+        make_executor("auto", "cpu")
+
+
+def run_driver(journal: Path, gcs_address: str, *extra: str) -> subprocess.CompletedProcess:
+    env = os.environ | {"RAY_ADDRESS": gcs_address, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, str(HERE / "journal_driver.py"), "--journal", str(journal), "--cluster", "auto"]
+    return subprocess.run(command + list(extra), cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_killed_driver_resumes_with_nothing_lost_or_counted_twice(local_ray, tmp_path):
+    journal = tmp_path / "journal.jsonl"
+    first = run_driver(journal, local_ray, "--die-after", "2")
+    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    judged_first = set(Journal(journal).results)
+    assert len(judged_first) == 2
+
+    second = run_driver(journal, local_ray)
+    assert second.returncode == 0, second.stderr[-2000:]
+    pending = next(line for line in second.stdout.splitlines() if line.startswith("pending")).split()[1:]
+    lines = journal.read_text().splitlines()
+    keys = set(Journal(journal).results)
+    assert not judged_first & set(pending), "an evaluation judged before the kill was submitted again"
+    assert len(lines) == len(keys) == 6 and keys == judged_first | set(pending)
