@@ -16,6 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.reference_pool import close_all  # noqa: E402
+from evaluators.reference_pool import EnvironmentFailure, close_all  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 
@@ -121,7 +122,11 @@ def bench_one(path: Path, device: str, with_harness: bool, kernelbench: Path) ->
     with PeakMemory() as peak:
         for _ in range(2):  # cold (reference worker started), then warm (reused)
             start = time.perf_counter()
-            results.append(evaluate(str(path), candidate, device, EvalOptions()))
+            try:
+                results.append(evaluate(str(path), candidate, device, EvalOptions()))
+            except EnvironmentFailure as failure:
+                close_all()
+                return row | {"status": "environment", "message": str(failure)[:200], "peak_mib": peak.peak_mib}
             walls.append(time.perf_counter() - start)
     close_all()
     result = results[-1]
@@ -156,10 +161,11 @@ def main() -> None:
     rows = []
     for name in args.names:
         path = args.kernelbench / "KernelBench" / name
-        candidate_file = args.out / f"candidate_{path.stem}.py"
+        candidate_file = Path(tempfile.mkdtemp()) / f"candidate_{path.stem}.py"
         candidate_file.write_text(alias_candidate(path.read_text()))
         rows.append(bench_one(path, args.device, args.harness, args.kernelbench))
         print(json.dumps(rows[-1]), flush=True)
+        (args.out / "kernelbench_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     machine = {
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "torch": torch.__version__,
@@ -172,6 +178,9 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
+        if r["status"] == "environment":
+            print(f"| {r['problem']} | environment: {r['message'][:80]} |")
+            continue
         h = r.get("harness", {})
         ratio = r["baseline_ms"] / r["do_bench_ms"] if r.get("do_bench_ms") and r["baseline_ms"] else None
         cells = [

@@ -74,7 +74,8 @@ def plan_memory(
         room -= retained * largest.output_bytes
     else:
         retained = int(max(1, min(retained, HOST_KEEP_BYTES // max(largest.output_bytes, 1))))
-    extra_sets = room // 2 // max(largest.input_bytes, 1)
+    # A quarter of what is left: the other worker, idle but alive, keeps its own tensors meanwhile.
+    extra_sets = room // 4 // max(largest.input_bytes, 1)
     return MemoryPlan(
         True,
         "",

@@ -202,6 +202,9 @@ def run_reference(session: Session) -> None:
         elif command["cmd"] == "time":
             model = runtime.reference(job["seed"])
             facts, _ = session.timed(model, shape, session.timing_plan(memory, 0, False))
+            del model
+            if device == "cuda":
+                torch.cuda.empty_cache()  # the timing sets go back to the driver, for the candidate
             session.send("timing", facts)
         elif command["cmd"] == "check_reps":
             session.enter("compare_timed")
@@ -269,6 +272,8 @@ def run_candidate(session: Session) -> None:
                 del args, output
         session.send("outputs", {"shape": i, "modified_inputs": changed})
         models[i] = model
+        if device == "cuda":
+            torch.cuda.empty_cache()  # the poisoned and trial blocks go back to the driver for the reference
         if i + 1 < len(session.shapes) and session.command() is None:
             return  # the parent stops at the first failing shape
     while (command := session.command()) is not None:
@@ -278,6 +283,9 @@ def run_candidate(session: Session) -> None:
         facts, kept = session.timed(models[i], i, session.timing_plan(memory, memory["retained"], job["strict"]))
         for rep, output in kept.items():
             write_outputs(output_path(handoff, i, "rep", rep), output)
+        del kept
+        if device == "cuda":
+            torch.cuda.empty_cache()
         seeds = facts.pop("seeds")
         session.send("timing", facts | {"kept": [[rep, seeds[rep]] for rep in sorted(kept)]})
 
