@@ -283,11 +283,12 @@ def run_candidate(session: Session) -> None:
         facts, kept = session.timed(models[i], i, session.timing_plan(memory, memory["retained"], job["strict"]))
         for rep, output in kept.items():
             write_outputs(output_path(handoff, i, "rep", rep), output)
+        seeds = facts.pop("seeds")
+        checked = [[rep, seeds[rep]] for rep in sorted(kept)]
         del kept
         if device == "cuda":
             torch.cuda.empty_cache()
-        seeds = facts.pop("seeds")
-        session.send("timing", facts | {"kept": [[rep, seeds[rep]] for rep in sorted(kept)]})
+        session.send("timing", facts | {"kept": checked})
 
 
 def error_report(exc: BaseException, stage: str, shape: str | None = None) -> dict:
