@@ -55,8 +55,8 @@ def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBri
 
 
 def best_kernel(archive: Archive) -> CandidateRecord | None:
-    """The fastest correct kernel (seed or candidate); the PyTorch reference is the yardstick, not a kernel."""
-    kernels = [record for record in archive.correct() if record.status != "reference"]
+    """The fastest eligible kernel (seed or candidate): never the reference (the yardstick) nor one set aside."""
+    kernels = [record for record in archive.eligible() if record.status != "reference"]
     return max(kernels, key=lambda record: record.speedup) if kernels else None
 
 

@@ -19,7 +19,7 @@ VERDICTS = [
     ("nan_output", "incorrect", "1 NaN and 0 Inf where the reference is finite (first at (1, 2))", None),
     ("off_by_tolerance", "incorrect", "beyond atol=0.0001 rtol=0.0001", None),
     ("syntax_error", "compile_error", "syntax error at line 7", None),
-    ("no_modelnew", "compile_error", "does not define class ModelNew", None),
+    ("no_modelnew", "compile_error", "does not define ModelNew at top level", None),
     ("import_error", "compile_error", "No module named 'kernel_helpers_that_do_not_exist'", None),
     ("raises", "runtime_error", "runtime_error in correctness: RuntimeError", None),
     ("segfault", "runtime_error", "killed by SIGSEGV", None),
