@@ -92,7 +92,9 @@ def _timing(result: dict) -> dict:
     }
 
 
-def _outcome(task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str, strict=None):
+def _outcome(
+    task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str, strict: dict | None = None
+):
     return ExperimentOutcome(
         iteration=task.iteration,
         slot=task.slot,
