@@ -1,10 +1,10 @@
 """The lab notebook as prompts see it: bounded summaries of the archive, so prompt size stays flat as it grows.
 
 - `archive_summary(archive, max_lines=40)`: for the selector; best per configuration, the top candidates it
-  may pick from, recent failures, the lineage of the best, and counts.
+  may pick from, candidates set aside (not to chase), recent failures, the lineage of the best, and counts.
 - `notebook_summary(archive, max_entries=12)`: for the hypothesizer; the last experiments with their
   hypothesis, parent, outcome and measured change, plus a one-line tally of everything earlier.
-- `selectable_ids(archive, k=8)`: the ids the selector may choose from, best first.
+- `selectable_ids(archive, k=8)`: the ids the selector may choose from, best first; never one set aside.
 
 Every field is clipped to a fixed width and every list to a fixed length, so the text is bounded whatever
 the archive holds.
@@ -18,6 +18,7 @@ from kernels.archive import Archive, CandidateRecord
 
 FIELD_CHARS = 160
 LINEAGE_SHOWN = 8
+SET_ASIDE_SHOWN = 3
 
 
 def _clip(text: str | None, limit: int = FIELD_CHARS) -> str:
@@ -41,8 +42,8 @@ def _configuration(record: CandidateRecord) -> str:
 
 
 def selectable_ids(archive: Archive, k: int = 8) -> list[str]:
-    """Ids of the `k` fastest correct candidates, best first: what the selector may pick from."""
-    ranked = sorted(archive.correct(), key=lambda record: -record.speedup)
+    """Ids of the `k` fastest eligible candidates (correct, not set aside), best first: what the selector may pick."""
+    ranked = sorted(archive.eligible(), key=lambda record: -record.speedup)
     return [record.id for record in ranked[:k]]
 
 
@@ -52,7 +53,7 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
         return "The archive is empty."
     lines = ["Best per configuration:"]
     best_by_config: dict[str, CandidateRecord] = {}
-    for record in archive.correct():
+    for record in archive.eligible():
         held = best_by_config.get(_configuration(record))
         if held is None or record.speedup > held.speedup:
             best_by_config[_configuration(record)] = record
@@ -65,6 +66,11 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
         lines.append(
             f"  {record.id} {_speed(record)} parent {record.parent_id or '-'} iter {record.iteration}: {_title(record)}"
         )
+
+    set_aside = archive.set_aside()
+    if set_aside:
+        lines.append(f"Set aside, not to build on ({len(set_aside)}; their speed is not trusted):")
+        lines += [f"  {r.id} {_speed(r)} claimed: {_clip(r.set_aside, 100)}" for r in set_aside[-SET_ASIDE_SHOWN:]]
 
     recent = archive.recent_failures(failures)
     if recent:
@@ -89,9 +95,13 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
 def _change(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     if record.speedup is None or record.status != "correct":
         return _clip(record.eval.get("message"), 100) or "no measurement"
+    if record.set_aside:
+        return f"{_speed(record)} claimed, SET ASIDE (not trusted, do not build on it): {_clip(record.set_aside, 100)}"
+    cleared = ", cleared by a strict re-evaluation" if record.cleared_by_strict else ""
     if parent is None or parent.speedup is None:
-        return f"{_speed(record)} (no parent measurement)"
-    return f"{_speed(parent)} -> {_speed(record)} ({(record.speedup / parent.speedup - 1) * 100:+.0f}%)"
+        return f"{_speed(record)} (no parent measurement{cleared})"
+    change = (record.speedup / parent.speedup - 1) * 100
+    return f"{_speed(parent)} -> {_speed(record)} ({change:+.0f}%{cleared})"
 
 
 def notebook_summary(archive: Archive, max_entries: int = 12) -> str:
@@ -103,7 +113,7 @@ def notebook_summary(archive: Archive, max_entries: int = 12) -> str:
     lines = []
     if earlier:
         outcomes = Counter(record.status for record in earlier)
-        improved = sum(1 for r in earlier if r.status == "correct" and _gained(archive, r))
+        improved = sum(1 for r in earlier if r.is_eligible and _gained(archive, r))
         tally = ", ".join(f"{s} {n}" for s, n in sorted(outcomes.items()))
         lines.append(f"{len(earlier)} earlier experiments: {tally}; {improved} beat their parent.")
     for record in shown:

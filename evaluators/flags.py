@@ -24,6 +24,12 @@ SEVERITY: dict[str, Severity] = {
     "reference_timing": "soft",  # something odd in the reference's own timing
 }
 
+# A strict run checks every timed output, so a large speedup it measures is real: it vouches for these codes.
+STRICT_VOUCHES = frozenset({"beyond_plausible"})
+# Timing anomalies that can be one run's accident: a strict run clears them by not showing them again.
+STRICT_RECHECKS = frozenset({"side_stream", "wall_clock", "no_wall_window"})
+# Not clearable (beyond_roofline, no_custom_kernel): no repetition makes physics or a missing kernel go away.
+
 
 class Flag(BaseModel):
     """One thing the evaluator found odd: a stable code, its severity, and a sentence for people."""
@@ -36,3 +42,14 @@ class Flag(BaseModel):
     def make(cls, code: str, text: str) -> Flag:
         """A flag with the severity its code carries."""
         return cls(code=code, severity=SEVERITY[code], text=text)
+
+
+def sets_aside(flag: Flag, strict: bool) -> bool:
+    """Whether this flag sets a correct result aside: every hard flag, but a strict run's own vouched codes."""
+    return flag.severity == "hard" and not (strict and flag.code in STRICT_VOUCHES)
+
+
+def strict_can_clear(flags: list[Flag]) -> bool:
+    """Whether a strict re-evaluation may clear a result with these flags (every hard one vouched or rechecked)."""
+    clearable = STRICT_VOUCHES | STRICT_RECHECKS
+    return all(flag.severity != "hard" or flag.code in clearable for flag in flags)

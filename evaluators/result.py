@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from evaluators.flags import Flag
+from evaluators.flags import Flag, sets_aside
 
 # does_not_fit: one input set, its outputs and the cache flush exceed the device's memory; nobody's fault.
 Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "does_not_fit"]
@@ -80,8 +80,8 @@ class EvalResult(BaseModel):
     @computed_field
     @property
     def set_aside(self) -> str | None:
-        """Why a correct candidate cannot be trusted as measured (its hard flags), or None."""
-        hard = [flag.text for flag in self.flags if flag.severity == "hard"]
+        """Why a correct candidate is not trusted as measured: its hard flags, less those a strict run vouches for."""
+        hard = [flag.text for flag in self.flags if sets_aside(flag, self.strict)]
         return "; ".join(hard) if hard and self.status == "correct" else None
 
     def flag(self, code: str, text: str) -> None:

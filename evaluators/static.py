@@ -1,4 +1,4 @@
-"""Static checks on a candidate's source, before anything runs: syntax, ModelNew, and patterns worth a flag."""
+"""Static checks on a candidate's source, before anything runs: syntax, its entry point, and patterns worth a flag."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ INTROSPECTION_CALLS = {
     "stack": "inspects interpreter frames",
 }
 TORCH_NAMES = {"torch", "F", "nn", "Model"}
+# Each entry point and the reference it may simply alias (KernelBench accepts `ModelNew = Model`).
+REFERENCE_OF = {"ModelNew": "Model", "custom_kernel": "ref_kernel"}
 
 
 @dataclass
@@ -40,16 +42,21 @@ def check_source(source: str, entry: str = "ModelNew") -> StaticReport:
     """Parse the candidate and collect flags; a syntax error or a missing entry point is fatal.
 
     `entry` is "ModelNew" (KernelBench: a class, or an alias such as `ModelNew = Model`) or "custom_kernel"
-    (GPU MODE: a function, or an alias such as `custom_kernel = ref_kernel`).
+    (GPU MODE: a function, or an assignment such as `custom_kernel = ref_kernel`). An alias of the reference
+    is a valid candidate with no kernel of its own.
     """
     try:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         return StaticReport(error=f"syntax error at line {exc.lineno}: {exc.msg}")
-    if not _defines(tree, entry):
+    definition = _definition(tree, entry)
+    if definition is None:
         return StaticReport(error=f"the candidate does not define {entry} at top level")
     flags: list[tuple[str, str]] = []
-    if not _has_custom_kernel(tree, source):
+    reference = REFERENCE_OF.get(entry)
+    if reference and _aliases(definition, reference):
+        flags.append(("no_custom_kernel", f"no custom kernel: {entry} is the reference {reference} itself"))
+    elif not _has_custom_kernel(tree, source):
         flags.append(
             ("no_custom_kernel", "no custom kernel: no @triton.jit kernel, load_inline or __global__ function")
         )
@@ -58,13 +65,28 @@ def check_source(source: str, entry: str = "ModelNew") -> StaticReport:
     return StaticReport(flags=list(dict.fromkeys(flags)))
 
 
-def _defines(tree: ast.Module, entry: str) -> bool:
-    """A top-level class or function named `entry`, or an assignment to it."""
+def _definition(tree: ast.Module, entry: str) -> ast.stmt | None:
+    """The last top-level statement that binds `entry` (the one Python keeps): def, class, assignment or import."""
+    found = None
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
-            return True
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == entry for t in node.targets):
-            return True
+            found = node
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == entry for t in node.targets):
+            found = node
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and _dotted(node.target) == entry:
+            found = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(a.asname == entry for a in node.names):
+            found = node
+    return found
+
+
+def _aliases(definition: ast.stmt, reference: str) -> bool:
+    """`entry = reference`, or a subclass of the reference that keeps its forward (`class ModelNew(Model): pass`)."""
+    if isinstance(definition, (ast.Assign, ast.AnnAssign)):
+        return isinstance(definition.value, ast.Name) and definition.value.id == reference
+    if isinstance(definition, ast.ClassDef) and any(_dotted(base) == reference for base in definition.bases):
+        methods = {n.name for n in definition.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return not methods & {"forward", "__call__"}
     return False
 
 

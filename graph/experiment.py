@@ -12,7 +12,7 @@ from agents.debugger import debug_candidate
 from agents.errors import MalformedAnswer
 from agents.implementer import implement_experiment
 from agents.schemas import Experiment
-from graph import lab
+from graph import lab, quarantine
 from graph.context import RunContext
 from graph.routing import route_after_evaluate
 from graph.state import ExperimentOutcome, ExperimentOutput, ExperimentState, ExperimentTask
@@ -42,17 +42,22 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
 
 
 def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "__end__"]]:
-    """Compile, check and time the candidate; a failure goes to the debugger while attempts remain."""
+    """Compile, check and time the candidate; a failure goes to the debugger while attempts remain.
+
+    A correct candidate that a hard flag sets aside gets its one strict re-evaluation here, right away.
+    """
     task, attempts = state["task"], state.get("debug_attempts", 0)
     result = lab.evaluate(runtime.context, task.problem, state["source"], task.device)
     status = result["status"]
-    runtime.stream_writer(
-        {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status, **_timing(result)}
-    )
+    event = {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status}
+    runtime.stream_writer(event | _timing(result))
     if route_after_evaluate(status, attempts, runtime.context.max_debug_attempts) == "debugger":
         return Command(goto="debugger", update={"status": status, "eval": result})
+    strict = quarantine.strict_recheck(runtime.context, task.problem, state["source"], task.device, result)
+    if strict:
+        runtime.stream_writer(event | {"status": strict["status"], "strict": True} | _timing(strict))
     note = f"given up after {attempts} debugger attempts" if status != "correct" and attempts else ""
-    outcome = _outcome(task, state["source"], status, result, attempts, note)
+    outcome = _outcome(task, state["source"], status, result, attempts, note, strict)
     return Command(goto=END, update={"status": status, "eval": result, "outcomes": [outcome]})
 
 
@@ -79,10 +84,16 @@ def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
 
 
 def _timing(result: dict) -> dict:
-    return {"speedup": result.get("speedup"), "message": result.get("message", "")}
+    return {
+        "speedup": result.get("speedup"),
+        "message": result.get("message", ""),
+        "set_aside": result.get("set_aside"),
+    }
 
 
-def _outcome(task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str):
+def _outcome(
+    task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str, strict: dict | None = None
+):
     return ExperimentOutcome(
         iteration=task.iteration,
         slot=task.slot,
@@ -92,6 +103,7 @@ def _outcome(task: ExperimentTask, source: str, status: str, result: dict, attem
         source=source,
         status=status,
         eval=result,
+        strict_eval=strict or {},
         debug_attempts=attempts,
         note=note,
     )

@@ -62,10 +62,10 @@ def run_device(ctx: RunContext) -> str:
     return executor(ctx, ctx.device).device
 
 
-def evaluate(ctx: RunContext, problem: Problem | str, source: str, device: str) -> dict:
+def evaluate(ctx: RunContext, problem: Problem | str, source: str, device: str, options=None) -> dict:
     """Submit one evaluation to the run's executor and wait for it; the EvalResult as a dict."""
     problem = problem if isinstance(problem, Problem) else load_problem(problem)
-    return executor(ctx, device).submit(problem, source).result().model_dump()
+    return executor(ctx, device).submit(problem, source, options).result().model_dump()
 
 
 def close_executors() -> None:
@@ -103,8 +103,8 @@ def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBri
 
 
 def best_kernel(archive: Archive) -> CandidateRecord | None:
-    """The fastest correct kernel (seed or candidate); the PyTorch reference is the yardstick, not a kernel."""
-    kernels = [record for record in archive.correct() if record.status != "reference"]
+    """The fastest eligible kernel (seed or candidate): never the reference (the yardstick) nor one set aside."""
+    kernels = [record for record in archive.eligible() if record.status != "reference"]
     return max(kernels, key=lambda record: record.speedup) if kernels else None
 
 

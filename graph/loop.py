@@ -16,7 +16,7 @@ from agents.errors import MalformedAnswer
 from agents.hypothesizer import propose_experiments, retrieval_queries
 from agents.notebook import archive_summary, notebook_summary, selectable_ids
 from agents.selector import select_parent
-from graph import lab
+from graph import lab, quarantine
 from graph.context import RunContext
 from graph.routing import device_for_slot, stop_reason
 from graph.state import ExperimentTask, ScientistState
@@ -50,15 +50,20 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
 
 
 def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx: RunContext) -> None:
-    """Archive the PyTorch reference (speedup 1 by definition) and the seed, from one evaluation."""
-    if problem.seed_path is not None:
-        seed_source = problem.seed_path.read_text()
+    """Archive the PyTorch reference (speedup 1 by definition) and the seed, from one evaluation.
+
+    Without a seed the reference itself, as a candidate, is measured for its runtime; it is the selector's first
+    base and never the best kernel (it has none of its own).
+    """
+    seed = problem.seed_path
+    if seed is not None:
+        source = seed.read_text()
     elif problem.format == "gpumode":
-        seed_source = REFERENCE_SUBMISSION  # custom_kernel calling the problem's own ref_kernel
+        source = REFERENCE_SUBMISSION  # custom_kernel calling the problem's own ref_kernel
     else:
-        # Without a seed the reference itself is timed against itself, for its runtime.
-        seed_source = problem.source + "\n\nModelNew = Model\n"
-    result = lab.evaluate(ctx, problem, seed_source, device)
+        source = problem.reference_as_candidate()
+    result = lab.evaluate(ctx, problem, source, device)
+    measured = result["status"] == "correct"
     reference = archive.add(
         CandidateRecord(
             id=archive.next_id(),
@@ -66,21 +71,22 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx
             status="reference",
             speedup=1.0,
             runtime_ms=result.get("baseline_ms"),
-            note="the problem's PyTorch reference",
+            eval={} if seed is not None else result,
+            note="the problem's PyTorch reference"
+            + ("" if measured or seed is not None else f" (its runtime not measured: {result['message']})"),
         )
     )
-    if problem.seed_path is None:
+    if seed is None:
         return
+    strict = quarantine.strict_recheck(ctx, problem, source, device, result)
     archive.add(
         CandidateRecord(
             id=archive.next_id(),
             parent_id=reference.id,
-            source=seed_source,
-            status="seed" if result["status"] == "correct" else result["status"],
-            speedup=result.get("speedup"),
-            runtime_ms=result.get("runtime_ms"),
-            eval=result,
+            source=source,
+            status="seed" if measured else result["status"],
             note=f"bundled seed kernels/seeds/{problem.name}.py",
+            **quarantine.record_fields(result, strict),
         )
     )
 
@@ -176,7 +182,6 @@ def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Liter
     for outcome in sorted(state.get("outcomes", []), key=lambda o: o.slot):
         if (outcome.iteration, outcome.slot) in done:
             continue
-        result = outcome.eval
         archive.add(
             CandidateRecord(
                 id=archive.next_id(),
@@ -187,11 +192,9 @@ def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Liter
                 source=outcome.source,
                 experiment=outcome.experiment,
                 status=outcome.status,
-                speedup=result.get("speedup") if outcome.status == "correct" else None,
-                runtime_ms=result.get("runtime_ms"),
-                eval=result,
                 debug_attempts=outcome.debug_attempts,
                 note=outcome.note,
+                **quarantine.record_fields(outcome.eval, outcome.strict_eval),
             )
         )
     elapsed = state.get("elapsed_s", 0.0) + time.time() - state.get("iteration_started_at", time.time())

@@ -1,6 +1,8 @@
 """A dependency-free SVG of speedup over iterations: every evaluated candidate and the best so far.
 
 The speedup axis is logarithmic: interpreter timings on a CPU sit orders of magnitude below the reference's 1x.
+Candidates set aside by a hard anti-cheat flag are hollow markers outside the best-so-far line; their claimed
+speed does not stretch the axis (one beyond it sits on its edge).
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ WIDTH, HEIGHT, MARGIN = 640, 360, 56
 
 
 def speedup_svg(points: list[tuple[int, float | None, str, str]], *, title: str) -> str:
-    """Render (iteration, speedup or None, status, id) points; failures sit on the axis as red crosses."""
+    """Render (iteration, speedup or None, status, id) points; failures sit on the axis as red crosses.
+
+    Status "set aside" draws a hollow orange marker.
+    """
     correct = [(it, s) for it, s, status, _ in points if s is not None and status in ("correct", "seed")]
     last_iteration = max([it for it, *_ in points] + [1])
     speeds = [s for _, s in correct if s > 0] + [1.0]
     low, high = math.log10(min(speeds) / 1.5), math.log10(max(speeds) * 1.5)
     x = lambda it: MARGIN + (WIDTH - 2 * MARGIN) * it / last_iteration
-    y = lambda s: HEIGHT - MARGIN - (HEIGHT - 2 * MARGIN) * (math.log10(max(s, 10**low)) - low) / (high - low)
+    y = lambda s: (
+        HEIGHT - MARGIN - (HEIGHT - 2 * MARGIN) * (min(math.log10(max(s, 10**low)), high) - low) / (high - low)
+    )
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif">',
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
@@ -35,6 +42,11 @@ def speedup_svg(points: list[tuple[int, float | None, str, str]], *, title: str)
         if s is not None and status in ("correct", "seed"):
             parts.append(
                 f'<circle cx="{x(it):.1f}" cy="{y(s):.1f}" r="4" fill="#36c"><title>{escape(label)}</title></circle>'
+            )
+        elif s is not None and status == "set aside":
+            parts.append(
+                f'<circle cx="{x(it):.1f}" cy="{y(s):.1f}" r="4" fill="none" stroke="#e80" stroke-width="2">'
+                f"<title>{escape(label)}</title></circle>"
             )
         elif status not in ("reference",):
             cx, cy = x(it), HEIGHT - MARGIN
@@ -86,5 +98,7 @@ def _legend() -> str:
         f'<line x1="{left - 6}" x2="{left + 6}" y1="{MARGIN + 16}" y2="{MARGIN + 16}" stroke="#2a7" stroke-width="2"/>'
         f'<text x="{left + 10}" y="{MARGIN + 20}">best so far</text>'
         f'<text x="{left - 4}" y="{MARGIN + 36}" fill="#c33">x</text>'
-        f'<text x="{left + 10}" y="{MARGIN + 36}">failed (after debugging)</text></g>'
+        f'<text x="{left + 10}" y="{MARGIN + 36}">failed (after debugging)</text>'
+        f'<circle cx="{left}" cy="{MARGIN + 48}" r="4" fill="none" stroke="#e80" stroke-width="2"/>'
+        f'<text x="{left + 10}" y="{MARGIN + 52}">set aside (anti-cheat flag)</text></g>'
     )

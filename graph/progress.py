@@ -62,10 +62,13 @@ class Progress:
     def _evaluated(self, event: dict) -> None:
         speed = f" {event['speedup']:.4g}x" if event.get("speedup") is not None else ""
         attempt = f" (after debug attempt {event['attempt']})" if event.get("attempt") else ""
-        style = "green" if event.get("status") == "correct" else "red"
+        attempt += " (strict re-evaluation)" if event.get("strict") else ""
+        style = "green" if event.get("status") == "correct" and not event.get("set_aside") else "red"
         line = f"  slot {event.get('slot')}: {event.get('status')}{speed}{attempt}"
         if event.get("status") != "correct" and event.get("message"):
             line += f": {event['message'][:100]}"
+        elif event.get("set_aside"):
+            line += f", set aside: {event['set_aside'][:100]}"
         self.console.print(line, style=style, markup=False)
 
     def _status(self) -> Text:

@@ -32,7 +32,10 @@ def write_report(run_dir: Path, state: ScientistState, ctx: RunContext) -> Path:
     best = lab.best_kernel(archive)
     if best is not None:
         (run_dir / "best_kernel.py").write_text(best.source)
-    points = [(r.iteration, r.speedup, r.status, r.id) for r in archive.records]
+    points = [
+        (r.iteration, r.speedup, "set aside" if _standing(r) == "set aside" else r.status, r.id)
+        for r in archive.records
+    ]
     title = f"{summary['problem']} on {summary['device']} ({summary['timing'] or 'untimed'})"
     (run_dir / "speedup.svg").write_text(speedup_svg(points, title=title))
     path = run_dir / "report.md"
@@ -59,6 +62,8 @@ def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
+        "set_aside": [{"id": r.id, "speedup": r.speedup, "reason": r.set_aside} for r in archive.set_aside()],
+        "cleared_by_strict": [r.id for r in archive.records if r.cleared_by_strict],
         "iterations": state.get("iteration", 0),
         "candidates": len(candidates),
         "statuses": dict(Counter(r.status for r in candidates)),
@@ -72,15 +77,18 @@ def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_
 
 
 def render_markdown(archive: Archive, summary: dict) -> str:
-    """The human report: headline, plot, lineage tree and the notebook of experiments."""
+    """The human report: headline, plot, lineage tree, who was set aside and the notebook of experiments."""
     best = summary["best_speedup"]
+    headline = f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none"
+    if summary["set_aside"]:
+        headline += f" ({len(summary['set_aside'])} set aside by anti-cheat flags, not counted: see below)"
     lines = [
         f"# Kernel Scientist run {summary['run_id']}",
         "",
         f"- problem: `{summary['problem']}` on `{summary['device']}` (timing: {summary['timing']})",
         f"- model: `{summary['model']}`",
         f"- evaluations: {summary['evaluations']}",
-        f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none",
+        headline,
         f"- iterations: {summary['iterations']}, candidates: {summary['candidates']}, statuses: {summary['statuses']}",
         f"- tokens: {summary['tokens']}, cost: ${summary['cost_usd']:.4f}, wall time: {summary['elapsed_s']} s",
         f"- stopped: {summary['stop_reason']}",
@@ -91,7 +99,9 @@ def render_markdown(archive: Archive, summary: dict) -> str:
         lines.append("- note: CPU timings come from Triton's interpreter; they rank candidates, not GPU performance")
     lines += ["", "![speedup over iterations](speedup.svg)", "", "## Lineage", "", "```"]
     lines += lineage_tree(archive)
-    lines += ["```", "", "## Notebook of experiments", ""]
+    lines += ["```", ""]
+    lines += set_aside_section(summary)
+    lines += ["## Notebook of experiments", ""]
     lines += notebook_table(archive.records)
     if summary["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in summary["notes"]]
@@ -124,7 +134,8 @@ def lineage_tree(archive: Archive) -> list[str]:
         for record in children.get(parent, []):
             speed = f"{record.speedup:.4g}x" if record.speedup is not None else "-"
             title = (record.experiment or {}).get("title", record.note)
-            rows.append(f"{'  ' * depth}{record.id} [{record.status}, {speed}] {title}")
+            standing = f", {_standing(record)}" if _standing(record) else ""
+            rows.append(f"{'  ' * depth}{record.id} [{record.status}, {speed}{standing}] {title}")
             rows += walk(record.id, depth + 1)
         return rows
 
@@ -143,7 +154,31 @@ def notebook_table(records: list[CandidateRecord]) -> list[str]:
         e = r.experiment
         expected = f"{e.get('expected_speedup_min', '?')}-{e.get('expected_speedup_max', '?')}x"
         speed = f"{r.speedup:.4g}x" if r.speedup is not None else "-"
-        cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, r.status, speed]
+        status = f"{r.status}, {_standing(r)}" if _standing(r) else r.status
+        cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, status, speed]
         cells += [r.debug_attempts, r.note or r.eval.get("message", "")]
         rows.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return rows
+
+
+def set_aside_section(summary: dict) -> list[str]:
+    """Who a hard anti-cheat flag set aside and why, and who a strict re-evaluation cleared; nothing if neither."""
+    if not summary["set_aside"] and not summary["cleared_by_strict"]:
+        return []
+    lines = ["## Set aside", ""]
+    lines += ["Kept out of best, base and headline until a strict re-evaluation clears them:", ""]
+    for entry in summary["set_aside"]:
+        speed = f"{entry['speedup']:.4g}x" if entry["speedup"] is not None else "-"
+        lines.append(f"- {entry['id']} ({speed} as measured): {entry['reason']}")
+    if not summary["set_aside"]:
+        lines.append("- none")
+    if summary["cleared_by_strict"]:
+        lines += ["", f"Cleared by a strict re-evaluation: {', '.join(summary['cleared_by_strict'])}"]
+    return lines + [""]
+
+
+def _standing(record: CandidateRecord) -> str:
+    """The quarantine's mark on a record: "set aside", "cleared" (by a strict re-evaluation) or nothing."""
+    if record.set_aside and record.is_correct:
+        return "set aside"
+    return "cleared" if record.cleared_by_strict else ""

@@ -33,6 +33,7 @@ class ExperimentOutcome(BaseModel):
     source: str
     status: str
     eval: dict[str, Any] = Field(default_factory=dict)
+    strict_eval: dict[str, Any] = Field(default_factory=dict, description="the strict re-evaluation, if one ran")
     debug_attempts: int = 0
     note: str = ""
 

@@ -6,11 +6,14 @@ Contract (used by `agents/` and `graph/`):
   `experiment` (an `agents.schemas.Experiment` dump, or None), `status` (an evaluator status, or "seed" /
   "reference"), `speedup`, `runtime_ms`, `eval` (an `EvalResult.model_dump()`: kernels imports nothing of
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
-  `created_at` (UTC, ISO 8601).
+  `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
+  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran). A record set aside is never
+  best, base or headline; records from before these fields read as not set aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
-  `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among correct),
-  `.correct()`, `.recent_failures(n)`, `.lineage(id)` (root first), `.next_id()`, `len(archive)`.
+  `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
+  `.correct()`, `.eligible()` (correct and not set aside), `.set_aside()`, `.recent_failures(n)`,
+  `.lineage(id)` (root first), `.next_id()`, `len(archive)`.
 """
 
 from __future__ import annotations
@@ -50,11 +53,19 @@ class CandidateRecord(BaseModel):
     debug_attempts: int = 0
     note: str = ""
     created_at: str = Field(default_factory=_now)
+    set_aside: str | None = Field(None, description="why a correct candidate's speed is not trusted (hard flags)")
+    cleared_by_strict: bool = Field(False, description="a strict re-evaluation cleared its first evaluation")
+    strict_eval: dict = Field(default_factory=dict, description="the strict re-evaluation's result, if one ran")
 
     @property
     def is_correct(self) -> bool:
         """True for candidates whose output matched the reference (seeds and references count once measured)."""
         return self.status in ("correct", "seed", "reference") and self.speedup is not None
+
+    @property
+    def is_eligible(self) -> bool:
+        """Correct and not set aside: it may be the best kernel, a base for the selector, the headline."""
+        return self.is_correct and self.set_aside is None
 
     @property
     def is_failure(self) -> bool:
@@ -120,10 +131,18 @@ class Archive:
         """Records with a measured, correct result, in the order added."""
         return [record for record in self._records.values() if record.is_correct]
 
+    def eligible(self) -> list[CandidateRecord]:
+        """Correct records whose measurement is trusted (none set aside), in the order added."""
+        return [record for record in self._records.values() if record.is_eligible]
+
+    def set_aside(self) -> list[CandidateRecord]:
+        """Correct records set aside by a hard flag, in the order added."""
+        return [record for record in self._records.values() if record.is_correct and not record.is_eligible]
+
     def best(self) -> CandidateRecord | None:
-        """The correct record with the highest speedup (the earliest among equals), or None."""
-        correct = self.correct()
-        return max(correct, key=lambda record: record.speedup) if correct else None
+        """The eligible record with the highest speedup (the earliest among equals), or None."""
+        eligible = self.eligible()
+        return max(eligible, key=lambda record: record.speedup) if eligible else None
 
     def recent_failures(self, n: int = 5) -> list[CandidateRecord]:
         """The last `n` rejected candidates, most recent last."""

@@ -90,6 +90,11 @@ class Problem:
         """A short hash of the problem's source, to key caches and archives."""
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
+    def reference_as_candidate(self) -> str:
+        """The reference as a valid candidate with no kernel of its own: measured, it gives the reference's runtime."""
+        alias = "custom_kernel = ref_kernel" if self.format == "gpumode" else "ModelNew = Model"
+        return f"{self.source.rstrip()}\n\n\n{alias}\n"
+
     def config_name(self, device: str) -> str | None:
         """The shape set used on `device` ("cuda" -> "gpu", "cpu" -> "cpu"), if the problem has one."""
         wanted = "cpu" if device == "cpu" else "gpu"

@@ -57,3 +57,25 @@ def test_summaries_stay_bounded_as_the_archive_grows():
 def test_empty_archive():
     assert archive_summary(Archive()) == "The archive is empty."
     assert notebook_summary(Archive()) == "No experiments yet."
+
+
+def test_a_candidate_set_aside_is_not_selectable_and_is_marked_for_the_agents():
+    archive = synthetic_archive(2)
+    cheat = archive.add(
+        CandidateRecord(
+            id=archive.next_id(),
+            parent_id="c0000",
+            iteration=3,
+            source="cache keyed on data_ptr",
+            status="correct",
+            speedup=1972.0,
+            experiment={"title": "memoize", "mechanism": "reuse outputs"},
+            eval={"device": "cuda", "status": "correct"},
+            set_aside="speedup 1972.0x is beyond the plausible 10x",
+        )
+    )
+    assert cheat.id not in selectable_ids(archive) and archive.best().id != cheat.id
+    summary = archive_summary(archive)
+    assert "Set aside, not to build on (1;" in summary and f"{cheat.id} 1972.00x claimed: speedup 1972.0x" in summary
+    assert f"Best per configuration:\n  cuda: {archive.best().id}" in summary
+    assert "1972.00x claimed, SET ASIDE" in notebook_summary(archive)

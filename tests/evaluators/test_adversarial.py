@@ -5,6 +5,9 @@ import shutil
 
 import pytest
 
+from evaluators import EvalOptions, evaluate
+from tests.evaluators.conftest import PROBLEM
+
 # (candidate, status, a fragment of the one-line message, a fragment of some `suspicious` entry or None)
 VERDICTS = [
     ("good_triton", "correct", "correct", None),
@@ -19,7 +22,7 @@ VERDICTS = [
     ("nan_output", "incorrect", "1 NaN and 0 Inf where the reference is finite (first at (1, 2))", None),
     ("off_by_tolerance", "incorrect", "beyond atol=0.0001 rtol=0.0001", None),
     ("syntax_error", "compile_error", "syntax error at line 7", None),
-    ("no_modelnew", "compile_error", "does not define class ModelNew", None),
+    ("no_modelnew", "compile_error", "does not define ModelNew at top level", None),
     ("import_error", "compile_error", "No module named 'kernel_helpers_that_do_not_exist'", None),
     ("raises", "runtime_error", "runtime_error in correctness at shape M=8 N=64: RuntimeError", None),
     ("segfault", "runtime_error", "killed by SIGSEGV", None),
@@ -85,3 +88,12 @@ def test_good_cuda_source_is_checked_then_reported_unsupported_on_cpu(run_cpu):
     result = run_cpu("load_inline_cuda", build_timeout_s=600)
     assert result.status == "runtime_error"
     assert result.message.startswith("unsupported on this device") and "compiles with nvcc" in result.message
+
+
+@pytest.mark.parametrize("alias", ["ModelNew = Model", "class ModelNew(Model):\n    pass"], ids=["assign", "subclass"])
+def test_the_reference_aliased_is_correct_and_set_aside_for_no_custom_kernel(cache_dir, alias):
+    source = f"{PROBLEM.read_text()}\n\n{alias}\n"
+    result = evaluate(str(PROBLEM), source, "cpu", EvalOptions(timing=False, timeout_s=10, cache_dir=cache_dir))
+    assert result.status == "correct", result.message
+    assert [flag.code for flag in result.flags] == ["no_custom_kernel"]
+    assert result.set_aside == "no custom kernel: ModelNew is the reference Model itself"

@@ -1,13 +1,34 @@
 """Static checks: fatal errors and the patterns that earn a `suspicious` flag, without running anything."""
 
 from evaluators.static import check_source
-from tests.evaluators.conftest import candidate
+from tests.evaluators.conftest import PROBLEM, candidate
+
+TRITON_FORWARD = """
+import triton
 
 
-def flags(source: str) -> list[str]:
-    report = check_source(source)
+@triton.jit
+def scale_kernel(x_ptr):
+    pass
+
+
+class ModelNew(Model):
+    def forward(self, x):
+        scale_kernel[(1,)](x)
+        return x
+"""
+
+
+def flags(source: str, entry: str = "ModelNew") -> list[str]:
+    report = check_source(source, entry)
     assert report.error is None
     return [text for _, text in report.flags]
+
+
+def codes(source: str, entry: str = "ModelNew") -> list[str]:
+    report = check_source(source, entry)
+    assert report.error is None, report.error
+    return [code for code, _ in report.flags]
 
 
 def test_honest_triton_candidate_has_no_flags():
@@ -20,7 +41,45 @@ def test_load_inline_counts_as_a_custom_kernel():
 
 def test_syntax_error_and_missing_modelnew_are_fatal():
     assert "line 7" in check_source(candidate("syntax_error")).error
-    assert "ModelNew" in check_source(candidate("no_modelnew")).error
+    assert check_source(candidate("no_modelnew")).error == "the candidate does not define ModelNew at top level"
+
+
+def test_aliases_of_the_reference_are_valid_without_a_custom_kernel():
+    problem = PROBLEM.read_text()
+    for alias in ("ModelNew = Model", "class ModelNew(Model):\n    pass", "ModelNew: type = Model"):
+        report = check_source(f"{problem}\n\n{alias}\n")
+        assert report.error is None, alias
+        assert report.flags == [("no_custom_kernel", "no custom kernel: ModelNew is the reference Model itself")]
+
+
+def test_an_alias_is_flagged_even_beside_an_unused_kernel():
+    unused = TRITON_FORWARD.replace("class ModelNew(Model):", "class Unused(Model):")
+    assert codes(f"{PROBLEM.read_text()}\n{unused}\nModelNew = Model\n") == ["no_custom_kernel"]
+
+
+def test_a_subclass_of_model_with_its_own_kernel_forward_is_a_kernel():
+    assert codes(PROBLEM.read_text() + TRITON_FORWARD) == []
+
+
+def test_the_last_binding_of_the_entry_is_the_one_judged():
+    assert codes(f"{PROBLEM.read_text()}{TRITON_FORWARD}\nModelNew = Model\n") == ["no_custom_kernel"]
+    assert codes(f"{PROBLEM.read_text()}\nModelNew = Model\n{TRITON_FORWARD}") == []
+
+
+def test_gpu_mode_entry_is_a_function_or_an_assignment():
+    kernel = "import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n\n\n"
+    assert codes(kernel + "def custom_kernel(data):\n    return data\n", "custom_kernel") == []
+    assert codes(kernel + "custom_kernel = k\n", "custom_kernel") == []
+    assert codes("def ref_kernel(data):\n    return data\n\n\ncustom_kernel = ref_kernel\n", "custom_kernel") == [
+        "no_custom_kernel"
+    ]
+    missing = check_source(kernel + "class ModelNew:\n    pass\n", "custom_kernel")
+    assert missing.error == "the candidate does not define custom_kernel at top level"
+
+
+def test_an_entry_bound_only_inside_a_block_is_not_top_level():
+    source = "if True:\n    class ModelNew:\n        pass\n"
+    assert check_source(source).error == "the candidate does not define ModelNew at top level"
 
 
 def test_streams_and_threads_are_flagged():

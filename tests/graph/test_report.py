@@ -65,6 +65,39 @@ def test_report_files_name_the_best_kernel_and_count_outcomes(tmp_path):
     ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
 
 
+def test_a_candidate_set_aside_is_listed_with_its_reason_and_never_the_headline(tmp_path):
+    archive = _archive(tmp_path)
+    reason = "speedup 1972.0x is beyond the plausible 10x; the strict re-evaluation: incorrect: trial 3 differs"
+    experiment = {"title": "memoize on data_ptr"}
+    archive.add(
+        CandidateRecord(
+            id="c0004", parent_id="c0002", iteration=2, source="cheat", status="correct", speedup=1972.0,
+            experiment=experiment, set_aside=reason, strict_eval={"strict": True, "status": "incorrect"},
+        )
+    )  # fmt: skip
+    archive.add(
+        CandidateRecord(
+            id="c0005", parent_id="c0002", iteration=2, slot=1, source="honest", status="correct", speedup=0.002,
+            experiment={"title": "vectorize"}, cleared_by_strict=True,
+        )
+    )  # fmt: skip
+    state = {"problem": "p", "device": "cpu", "iteration": 2, "stop_reason": "iterations: 2 of 2"}
+    write_report(tmp_path, state, RunContext(model="replay:x.json"))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["best_id"] == "c0002" and (tmp_path / "best_kernel.py").read_text() == "fused"
+    assert summary["set_aside"] == [{"id": "c0004", "speedup": 1972.0, "reason": reason}]
+    assert summary["cleared_by_strict"] == ["c0005"]
+    report = (tmp_path / "report.md").read_text()
+    assert "- best: c0002 at 0.003x over the PyTorch reference (1 set aside by anti-cheat flags" in report
+    assert f"- c0004 (1972x as measured): {reason}" in report
+    assert "Cleared by a strict re-evaluation: c0005" in report
+    assert "c0004 [correct, 1972x, set aside] memoize on data_ptr" in report
+    assert "| correct, set aside | 1972x |" in report
+    svg = ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
+    hollow = [c for c in svg.iter("{http://www.w3.org/2000/svg}circle") if c.get("fill") == "none"]
+    assert len(hollow) == 2  # the set-aside candidate and its legend marker
+
+
 def test_lineage_tree_indents_children_under_parents(tmp_path):
     rows = lineage_tree(_archive(tmp_path))
     assert rows[0].startswith("c0000 [reference")
@@ -77,7 +110,7 @@ def test_plot_draws_each_candidate_and_the_best_so_far():
     points.append((1, None, "compile_error", "c0003"))
     svg = ElementTree.fromstring(speedup_svg(points, title="t"))
     ns = "{http://www.w3.org/2000/svg}"
-    assert len(list(svg.iter(f"{ns}circle"))) == 3  # two candidates and the legend's marker
+    assert len(list(svg.iter(f"{ns}circle"))) == 4  # two candidates and the legend's two circle markers
     assert svg.find(f"{ns}polyline") is not None
     assert any("c0003" in (p.findtext(f"{ns}title") or "") for p in svg.findall(f"{ns}path"))
 

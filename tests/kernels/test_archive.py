@@ -79,3 +79,29 @@ def test_lineage_detects_cycles():
     archive.add(record("c0001", parent="c0000"))
     with pytest.raises(ArchiveError, match="cycle"):
         archive.lineage("c0001")
+
+
+def test_a_candidate_set_aside_is_correct_but_never_best(tmp_path):
+    path = tmp_path / "archive.jsonl"
+    archive = Archive(path)
+    archive.add(record("c0000", status="seed", speedup=1.0))
+    archive.add(record("c0001", parent="c0000", speedup=1972.0, set_aside="speedup 1972x is beyond the plausible 10x"))
+    archive.add(record("c0002", parent="c0000", speedup=30.0, cleared_by_strict=True, strict_eval={"strict": True}))
+    reloaded = Archive(path)
+    assert [r.id for r in reloaded.correct()] == ["c0000", "c0001", "c0002"]
+    assert [r.id for r in reloaded.set_aside()] == ["c0001"]
+    assert [r.id for r in reloaded.eligible()] == ["c0000", "c0002"]
+    assert reloaded.best().id == "c0002" and reloaded.get("c0002").cleared_by_strict
+
+
+def test_records_from_before_quarantine_read_as_not_set_aside(tmp_path):
+    path = tmp_path / "old.jsonl"
+    old = record("c0000").model_dump(exclude={"set_aside", "cleared_by_strict", "strict_eval"})
+    path.write_text(json.dumps(old) + "\n")
+    loaded = Archive(path).get("c0000")
+    assert (loaded.set_aside, loaded.cleared_by_strict, loaded.strict_eval, loaded.is_eligible) == (
+        None,
+        False,
+        {},
+        True,
+    )

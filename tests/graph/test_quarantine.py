@@ -1,0 +1,120 @@
+"""A candidate a hard flag sets aside is never best, base or headline until a strict re-evaluation clears it.
+
+The graph runs short.json (fused_residual_norm, one experiment per iteration) with its evaluations faked: the
+point here is what the graph does with a verdict, not the verdict (tests/evaluators judge real candidates).
+"""
+
+import pytest
+
+import evaluators
+from agents.notebook import archive_summary, notebook_summary, selectable_ids
+from evaluators import EvalResult
+from graph import lab, quarantine
+from graph.lab import ARCHIVE_FILE
+from kernels.archive import Archive
+from kernels.problem import SEEDS_DIR
+
+from .conftest import CASSETTES, CPU, cli, read_summary
+
+SHORT = ["--model", f"replay:{CASSETTES / 'short.json'}", "--experiments-per-iteration", "1", *CPU]
+SEED = (SEEDS_DIR / "fused_residual_norm.py").read_text()
+BEYOND = ("beyond_plausible", "speedup 1972.0x is beyond the plausible 10x")
+
+
+def correct(speedup: float, *flags: tuple[str, str], strict: bool = False) -> EvalResult:
+    result = EvalResult(status="correct", speedup=speedup, runtime_ms=1 / speedup, baseline_ms=1.0, strict=strict)
+    for code, text in flags:
+        result.flag(code, text)
+    return result
+
+
+class FakeEvaluations:
+    """Stands in for evaluators.evaluate: an honest seed, a first candidate claiming 1972x, honest ones after it."""
+
+    def __init__(self, strict: EvalResult):
+        self.strict = strict
+        self.candidates: list[str] = []
+        self.strict_calls: list[tuple[str, evaluators.EvalOptions]] = []
+
+    def __call__(self, problem, source, device="auto", options=None):
+        if options is not None and options.strict:
+            self.strict_calls.append((source, options))
+            return self.strict
+        if source == SEED:
+            return correct(0.5)
+        self.candidates.append(source)
+        return correct(1972.0, BEYOND) if len(self.candidates) == 1 else correct(0.9)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def install(strict: EvalResult) -> FakeEvaluations:
+        evaluations = FakeEvaluations(strict)
+        monkeypatch.setattr(evaluators, "evaluate", evaluations)
+        return evaluations
+
+    return install
+
+
+def test_a_cheat_the_strict_run_catches_stays_out_of_best_base_and_headline(tmp_path, fake):
+    caught = EvalResult(status="incorrect", strict=True, message="incorrect: timed repetition 17 differs (replayed?)")
+    evaluations = fake(caught)
+    run_dir = tmp_path / "caught"
+    assert cli(*SHORT, "--iterations", "1", "--out", str(run_dir)) == 0
+    archive = Archive(run_dir / ARCHIVE_FILE)
+    cheat = archive.get("c0002")
+    assert (cheat.status, cheat.speedup, cheat.cleared_by_strict) == ("correct", 1972.0, False)
+    assert "beyond the plausible 10x" in cheat.set_aside and "timed repetition 17" in cheat.set_aside
+    assert cheat.eval["speedup"] == 1972.0 and cheat.strict_eval["status"] == "incorrect"  # both evaluations kept
+    assert [(source, options.trials) for source, options in evaluations.strict_calls] == [(cheat.source, 5)]
+    assert lab.best_kernel(archive).id == "c0001" and "c0002" not in selectable_ids(archive)
+    assert "Set aside, not to build on (1;" in archive_summary(archive) and "SET ASIDE" in notebook_summary(archive)
+    summary = read_summary(run_dir)
+    assert summary["best_id"] == "c0001" and [entry["id"] for entry in summary["set_aside"]] == ["c0002"]
+    assert (run_dir / "best_kernel.py").read_text() == SEED
+    report = (run_dir / "report.md").read_text()
+    assert "- best: c0001 at 0.5x over the PyTorch reference (1 set aside" in report
+    assert "- c0002 (1972x as measured): speedup 1972.0x is beyond the plausible 10x" in report
+
+
+def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fake):
+    # Strict, every timed output checked: a large speedup it measures is real, so its own flag does not set aside.
+    evaluations = fake(correct(12.0, ("beyond_plausible", "speedup 12.0x is beyond the plausible 10x"), strict=True))
+    run_dir = tmp_path / "cleared"
+    assert cli(*SHORT, "--iterations", "2", "--out", str(run_dir)) == 0
+    archive = Archive(run_dir / ARCHIVE_FILE)
+    cleared = archive.get("c0002")
+    assert (cleared.set_aside, cleared.cleared_by_strict, cleared.speedup) == (None, True, 12.0)
+    assert cleared.eval["set_aside"] and cleared.strict_eval["strict"]
+    assert len(evaluations.strict_calls) == 1
+    assert archive.get("c0003").parent_id == "c0002"  # iteration 2's selector could build on it
+    summary = read_summary(run_dir)
+    assert summary["best_id"] == "c0002" and summary["best_speedup"] == 12.0
+    assert summary["cleared_by_strict"] == ["c0002"] and summary["set_aside"] == []
+    assert not [note for note in summary["notes"] if "fell back" in note]
+    assert "Cleared by a strict re-evaluation: c0002" in (run_dir / "report.md").read_text()
+
+
+def test_flags_no_strict_run_can_clear_cost_no_re_evaluation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("no strict re-evaluation can clear these flags")
+
+    monkeypatch.setattr(evaluators, "evaluate", refuse)
+    for code, text in [("beyond_roofline", "faster than the roofline allows"), ("no_custom_kernel", "no kernel")]:
+        result = correct(3.0, BEYOND, (code, text)).model_dump()
+        assert quarantine.strict_recheck("p", "source", "cpu", result) == {}
+        fields = quarantine.record_fields(result, {})
+        assert fields["set_aside"].endswith("(no strict re-evaluation clears this)") and text in fields["set_aside"]
+
+
+def test_only_a_re_evaluation_that_says_it_was_strict_clears():
+    result = correct(1972.0, BEYOND).model_dump()
+    not_strict = correct(15.0, ("side_stream", "work outlives the timed stream")).model_dump()
+    assert quarantine.record_fields(result, not_strict)["set_aside"].endswith("still work outlives the timed stream")
+    unmarked = correct(15.0).model_dump()
+    assert quarantine.record_fields(result, unmarked)["set_aside"].endswith("the re-evaluation was not strict")
+    honest = correct(0.9).model_dump()
+    assert quarantine.record_fields(honest, {}) | {"eval": None} == {
+        "eval": None, "strict_eval": {}, "speedup": 0.9, "runtime_ms": 1 / 0.9, "set_aside": None,
+        "cleared_by_strict": False,
+    }  # fmt: skip
