@@ -89,16 +89,26 @@ def time_calls(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce
 
 
 class _Reservoir:
-    """A uniform sample of `size` repetitions' outputs, each kept or not only after it was produced."""
+    """A uniform sample of `size` repetitions' outputs, kept for the reference to check.
 
-    def __init__(self, size: int, keep_all: bool, device: str):
+    On the device each output is kept or not only after it was produced (reservoir sampling). Kept on the host,
+    every copy costs a transfer, so the repetitions are drawn at random when timing starts instead (from the OS's
+    entropy, which nothing the candidate saw decides): exactly `size` copies.
+    """
+
+    def __init__(self, size: int, keep_all: bool, device: str, reps: int, on_host: bool):
         self.size, self.keep_all, self.device = size, keep_all, device
         self.kept: dict[int, list[torch.Tensor]] = {}
-        self.rng = random.Random()  # seeded from the OS: nothing the candidate saw decides the sample
+        self.rng = random.Random()  # seeded from the OS
+        self.chosen = set(self.rng.sample(range(reps), min(size, reps))) if on_host and not keep_all else None
         self.seen = 0
 
     def offer(self, rep: int, output) -> None:
         self.seen += 1
+        if self.chosen is not None:
+            if rep in self.chosen:
+                self.kept[rep] = flatten_outputs(output, self.device)
+            return
         if self.keep_all or len(self.kept) < self.size:
             self.kept[rep] = flatten_outputs(output, self.device)
             return
@@ -140,7 +150,7 @@ class _Timer:
 
 class _InterpreterTimer(_Timer):
     def run(self):
-        reservoir = _Reservoir(max(self.plan.retain, self.plan.cpu_reps), True, "cpu")
+        reservoir = _Reservoir(max(self.plan.retain, self.plan.cpu_reps), True, "cpu", self.plan.cpu_reps, False)
         times, seeds = [], []
         self.call(self.next_inputs())  # warm-up (the interpreter's first call parses the kernel)
         for rep in range(self.plan.cpu_reps):
@@ -169,7 +179,8 @@ class _CudaTimer(_Timer):
         if plan.retain_all:
             reps = min(reps, max(plan.retain, 3))
         seeds = []
-        reservoir = _Reservoir(plan.retain, plan.retain_all, plan.retained_device)
+        on_host = plan.retained_device == "cpu"
+        reservoir = _Reservoir(plan.retain, plan.retain_all, plan.retained_device, reps, on_host)
         starts = [clocks.Event(enable_timing=True) for _ in range(reps)]
         ends = [clocks.Event(enable_timing=True) for _ in range(reps)]
         clocks.sync()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators import batch, executor
+import evaluators
+from evaluators import batch
 from evaluators.result import EvalResult
 from kernels.suite import load_suite
 
@@ -57,7 +58,7 @@ def test_a_batch_judges_for_real_and_a_rerun_judges_nothing_again(tmp_path, monk
     def no_evaluation(*args, **kwargs):
         raise AssertionError("a judged problem was evaluated again")
 
-    monkeypatch.setattr(executor, "evaluate", no_evaluation)
+    monkeypatch.setattr(evaluators, "evaluate", no_evaluation)
     assert batch.main([*args, "--out", str(out)]) == 0
     assert "2 already judged, 0 to judge, 1 without a candidate" in capsys.readouterr().out
     assert report(out)["rows"] == list(rows.values())
@@ -75,7 +76,7 @@ def test_resume_skips_judged_problems_and_retries_a_line_cut_by_a_kill(tmp_path,
         evaluated.append(problem.name)
         return EvalResult(status="correct", speedup=1.25, stages={"total": 0.5})
 
-    monkeypatch.setattr(executor, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluators, "evaluate", fake_evaluate)
     args = ["--suite", KERNELBENCH, "--problems", "1-2", "--candidates", str(CANDIDATES), "--device", "cpu"]
     assert batch.main([*args, "--out", str(out)]) == 0
     assert evaluated == ["2_Relu"]  # level2's 1_Add_then_Relu has no candidate; level1's 1 was judged already

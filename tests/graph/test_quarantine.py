@@ -102,7 +102,7 @@ def test_flags_no_strict_run_can_clear_cost_no_re_evaluation(monkeypatch):
     monkeypatch.setattr(evaluators, "evaluate", refuse)
     for code, text in [("beyond_roofline", "faster than the roofline allows"), ("no_custom_kernel", "no kernel")]:
         result = correct(3.0, BEYOND, (code, text)).model_dump()
-        assert quarantine.strict_recheck("p", "source", "cpu", result) == {}
+        assert quarantine.strict_recheck(None, "p", "source", "cpu", result) == {}
         fields = quarantine.record_fields(result, {})
         assert fields["set_aside"].endswith("(no strict re-evaluation clears this)") and text in fields["set_aside"]
 

@@ -5,6 +5,7 @@ from dataclasses import replace
 from agents.notebook import selectable_ids
 from evaluators.static import check_source
 from graph import lab, loop
+from graph.context import RunContext
 from kernels.archive import Archive
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
@@ -15,7 +16,8 @@ def test_a_kernelbench_problem_without_a_seed_starts_from_its_measured_reference
     problem = load_problem(PROBLEM)  # KernelBench-style, and kernels/seeds has nothing for it
     assert problem.seed_path is None
     archive = Archive(tmp_path / "archive.jsonl")
-    loop._measure_starting_point(archive, problem, "cpu")  # a real, timed evaluation on the CPU
+    ctx = RunContext(problem=str(PROBLEM), device="cpu")
+    loop._measure_starting_point(archive, problem, "cpu", ctx)  # a real, timed evaluation on the CPU
     [reference] = archive.records
     assert reference.status == "reference" and reference.speedup == 1.0
     assert reference.runtime_ms is not None and reference.runtime_ms > 0, reference.note
