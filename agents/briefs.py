@@ -2,14 +2,15 @@
 
 - `ProblemBrief(name, doc, source, device, roofline)`: `roofline` is the problem's {"flops", "bytes"} at the
   device's configuration, or None.
-- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status)`; `from_record(record)`
-  reads them from an archived candidate and its `EvalResult` dump.
+- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status, shapes)`; `from_record(record)`
+  reads them from an archived candidate and its `EvalResult` dump (`shapes`: speedup per benchmark shape).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
+from agents.population import shape_speedups
 from kernels.archive import CandidateRecord
 
 # The evaluator's roofline dict names the fraction of peak; accept the spellings it has used.
@@ -36,6 +37,7 @@ class CandidateBrief(BaseModel):
     roofline_fraction: float | None = None
     bound: str | None = None
     status: str = "correct"
+    shapes: dict[str, float] = {}
 
     @classmethod
     def from_record(cls, record: CandidateRecord) -> CandidateBrief:
@@ -50,4 +52,5 @@ class CandidateBrief(BaseModel):
             roofline_fraction=fraction,
             bound=roofline.get("bound"),
             status=record.status,
+            shapes=shape_speedups(record),
         )
