@@ -8,8 +8,8 @@ The format:
   `strip_markers` removes them before the check.
 - `check_edit(base, candidate, anchors)` diffs the candidate against the base. Changed base lines more than
   `SLACK` lines from every anchor are outside; blank, comment-only, docstring and import lines never count (a new
-  import is part of any change, a docstring describes it). More than `ALLOWED_OUTSIDE` such lines and the edit strays: the graph sends it to the
-  debugger with `EditCheck.describe()`, and the archive keeps the note.
+  import is part of any change, a docstring describes it). More than `ALLOWED_OUTSIDE` such lines and the edit
+  strays: the graph sends it to the debugger with `EditCheck.describe()`, and the archive keeps the note.
 """
 
 from __future__ import annotations

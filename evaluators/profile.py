@@ -85,7 +85,7 @@ def rocprof_command(out_dir: Path) -> list[str]:
 
 
 def profiler_for(device: str) -> str | None:
-    """ "ncu" or "rocprofv3" when the device is a GPU and its vendor's profiler is on PATH, else None."""
+    """The profiler to use, ncu or rocprofv3, when the device is a GPU and its vendor's tool is on PATH; else None."""
     if device == "cpu":
         return None
     import torch

@@ -443,7 +443,7 @@ def without_literature_cassette() -> dict:
 
 
 def demo_cassette() -> dict:
-    """The bundled demo: the whole method, 3 iterations of the defaults (10 avenues, 5 plans, 3 kept, 2 debug rounds)."""
+    """The bundled demo: the whole method over 3 iterations of the defaults (10 avenues, 5 plans, 3 kept)."""
     exp2_tries = [kernel(name) for name in ("silu_exp2_wrong", "silu_exp2_still_wrong", "silu_exp2_sign_lost")]
     calls = [
         call(
