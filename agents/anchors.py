@@ -60,7 +60,9 @@ def strip_markers(source: str) -> str:
 def bounded_diff(base: str, candidate: str, max_lines: int = DIFF_LINES) -> str:
     """A unified diff of candidate against base, cut to `max_lines` lines with a note of what was cut."""
     lines = list(
-        difflib.unified_diff(base.splitlines(), strip_markers(candidate).splitlines(), "base", "candidate", n=1)
+        difflib.unified_diff(
+            base.splitlines(), strip_markers(candidate).splitlines(), "base", "candidate", n=1, lineterm=""
+        )
     )[2:]
     if not lines:
         return "(no change)"
