@@ -1,10 +1,7 @@
-import json
-
 import pytest
 
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
-from agents.errors import MalformedAnswer
 from agents.hypothesizer import retrieval_queries
 from agents.implementer import implement_plan
 from agents.schemas import Anchor, Plan
