@@ -1,5 +1,7 @@
 """Strategies end to end on short.json (sampling, tree), the tree's epsilon-greedy rule, and the speed-of-light stop."""
 
+import json
+
 import pytest
 
 import evaluators
@@ -67,7 +69,9 @@ def test_a_run_stops_at_speed_of_light_and_says_so(tmp_path, monkeypatch):
     def near_the_roof(problem, source, device="auto", options=None):
         result = real(problem, source, device, options)
         if result.status == "correct" and "fused_residual_norm_kernel" in source:
-            result.roofline = Roofline(flops=1, bytes=1, dtype="bf16", achieved_tflops=1, achieved_gbps=1, fraction=0.97)
+            result.roofline = Roofline(
+                flops=1, bytes=1, dtype="bf16", achieved_tflops=1, achieved_gbps=1, fraction=0.97
+            )
         return result
 
     monkeypatch.setattr(evaluators, "evaluate", near_the_roof)
@@ -77,3 +81,20 @@ def test_a_run_stops_at_speed_of_light_and_says_so(tmp_path, monkeypatch):
     assert summary["iterations"] == 1 and summary["stop_reason"].startswith("speed of light: the best kernel is at 97")
     assert summary["best_roofline_fraction"] == pytest.approx(0.97)
     assert "stops at 95%" in (run_dir / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_strategy_comparison_tabulates_speedup_per_dollar_from_a_cassette(tmp_path, capsys):
+    import importlib.util
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("strategy_compare", ROOT / "bench" / "strategy_compare.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    args = ["--model", f"replay:{CASSETTES / 'short.json'}", "--strategies", "sampling", "--iterations", "1"]
+    args += ["--experiments-per-iteration", "1", "--out", str(tmp_path), "--json", "--", *CPU]
+    assert bench.main(args) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["strategy"], row["exit"], row["candidates"]) == ("sampling", 0, 1)
+    assert row["speedup_per_dollar"] == pytest.approx(row["best_speedup"] / row["cost_usd"])
