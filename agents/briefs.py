@@ -3,8 +3,8 @@
 - `ProblemBrief(name, doc, source, device, roofline, format)`: `roofline` is the problem's {"flops", "bytes"} at
   the device's configuration, or None; `format` ("kernelbench" or "gpumode") decides `candidate_form`, the
   sentence telling the implementer and the debugger what the candidate module defines.
-- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status)`; `from_record(record)`
-  reads them from an archived candidate and its `EvalResult` dump.
+- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status, shapes)`; `from_record(record)`
+  reads them from an archived candidate and its `EvalResult` dump (`shapes`: speedup per benchmark shape).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agents.population import shape_speedups
 from kernels.archive import CandidateRecord
 
 # What a candidate module defines, per problem format (the implementer's and the debugger's prompts say it).
@@ -58,6 +59,7 @@ class CandidateBrief(BaseModel):
     roofline_fraction: float | None = None
     bound: str | None = None
     status: str = "correct"
+    shapes: dict[str, float] = {}
 
     @classmethod
     def from_record(cls, record: CandidateRecord) -> CandidateBrief:
@@ -72,4 +74,5 @@ class CandidateBrief(BaseModel):
             roofline_fraction=fraction,
             bound=roofline.get("bound"),
             status=record.status,
+            shapes=shape_speedups(record),
         )

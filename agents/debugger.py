@@ -1,4 +1,4 @@
-"""The debugger: returns a fixed source from the failing one and the evaluator's diagnostics."""
+"""The debugger: returns a fixed source from the one sent back (failed, or off its anchors) and the diagnostics."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from langchain_core.language_models import BaseChatModel
 from agents.accounting import LLMCall
 from agents.asking import ask_until_valid, render_prompt
 from agents.briefs import ProblemBrief
+from agents.implementer import describe_plan
 from agents.parsing import extract_source
 from agents.retry import RetryPolicy
+from agents.schemas import Plan
 
 ROLE = "debugger"
 DIAGNOSTICS_CHARS = 6000
@@ -32,6 +34,9 @@ def debug_candidate(
     source: str,
     diagnostics: str,
     status: str,
+    plan: Plan,
+    siblings: str,
+    profile: str,
     call_id: str,
     policy: RetryPolicy | None = None,
 ) -> tuple[str, LLMCall]:
@@ -42,9 +47,12 @@ def debug_candidate(
         device=problem.device,
         problem_source=problem.source.strip(),
         candidate_form=problem.candidate_form,
+        plan=describe_plan(plan),
         source=source.strip(),
         status=status,
         diagnostics=clip_diagnostics(diagnostics),
+        siblings=siblings,
+        profile=profile,
     )
     parse = partial(extract_source, entry=problem.candidate_entry)
     return ask_until_valid(model, prompt, parse, role=ROLE, call_id=call_id, policy=policy)

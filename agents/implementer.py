@@ -1,4 +1,8 @@
-"""The implementer: writes the complete candidate source (ModelNew) carrying out one experiment."""
+"""The implementer: writes the complete candidate source (ModelNew) carrying out one plan on the base.
+
+The base is shown with marker lines around the plan's anchored regions (agents.anchors), beside the siblings'
+attempts from the same base (agents.siblings); the graph checks the result as a diff against the base.
+"""
 
 from __future__ import annotations
 
@@ -7,35 +11,43 @@ from functools import partial
 from langchain_core.language_models import BaseChatModel
 
 from agents.accounting import LLMCall
+from agents.anchors import with_markers
 from agents.asking import ask_until_valid, render_prompt
 from agents.briefs import ProblemBrief
 from agents.parsing import extract_source
 from agents.retry import RetryPolicy
-from agents.schemas import Experiment
+from agents.schemas import Plan
 
 ROLE = "implementer"
+ANCHOR_NOTE = (
+    "The plan's anchored regions are marked `# >>> anchor N` ... `# <<< anchor N`; change the code between the "
+    "markers (you may drop the marker lines)."
+)
 
 
-def describe_experiment(experiment: Experiment) -> str:
-    """The experiment as the implementer reads it."""
+def describe_plan(plan: Plan) -> str:
+    """The plan as the implementer and the debugger read it."""
+    steps = "\n".join(f"{n}. {step}" for n, step in enumerate(plan.rubric, 1))
+    anchors = "; ".join(f"lines {a.start_line}-{a.end_line} ({a.note or 'no note'})" for a in plan.anchors)
     return (
-        f"{experiment.title}\n\nChange: {experiment.change}\n\nWhy: {experiment.mechanism}\n\n"
-        f"Expected speedup over the base: {experiment.expected_speedup_min}-{experiment.expected_speedup_max}x "
-        f"(risk {experiment.risk})."
+        f"{plan.title}\n\nRubric:\n{steps}\n\nWhy: {plan.mechanism}\n\n"
+        f"Expected speedup over the base: {plan.expected_speedup_min}-{plan.expected_speedup_max}x "
+        f"(risk {plan.risk}).\n\nAnchors in the base: {anchors or 'none: the whole module may change'}"
     )
 
 
-def implement_experiment(
+def implement_plan(
     model: BaseChatModel,
     *,
     problem: ProblemBrief,
     base_source: str,
     reference_source: str | None,
-    experiment: Experiment,
+    plan: Plan,
+    siblings: str,
     call_id: str,
     policy: RetryPolicy | None = None,
 ) -> tuple[str, LLMCall]:
-    """The full ModelNew source for the experiment; raises MalformedAnswer if no source can be extracted."""
+    """The full ModelNew source for the plan; raises MalformedAnswer if no source can be extracted."""
     reference_section = (
         f"\n## Reference version (a contrasting earlier candidate; borrow from it where it helps)\n\n"
         f"```python\n{reference_source.strip()}\n```\n"
@@ -48,9 +60,11 @@ def implement_experiment(
         device=problem.device,
         problem_source=problem.source.strip(),
         candidate_form=problem.candidate_form,
-        base_source=base_source.strip(),
+        anchor_note=ANCHOR_NOTE if plan.anchors else "The plan names no anchors: any part of the module may change.",
+        base_source=with_markers(base_source, plan.anchors).strip(),
         reference_section=reference_section,
-        experiment=describe_experiment(experiment),
+        plan=describe_plan(plan),
+        siblings=siblings,
     )
     parse = partial(extract_source, entry=problem.candidate_entry)
     return ask_until_valid(model, prompt, parse, role=ROLE, call_id=call_id, policy=policy)

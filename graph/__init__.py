@@ -12,7 +12,11 @@ Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled wi
   resume) and goes back to the selector while every budget has room (iterations, tokens, dollars, wall time).
 - Settings are the context schema `graph.context.RunContext` (Studio shows them as a form); parallelism is the
   run config's `max_concurrency`; with several GPUs, slot k evaluates on cuda:(k mod count).
-- LLM call ids: f"i{iteration}.selector", f"i{iteration}.hypothesizer", f"i{iteration}.s{slot}.implementer.a0",
+- Strategies (`RunContext.strategy`, graph.strategies): scientist, sampling (no selector or designer), tree (the
+  epsilon-greedy rule instead of the selector). Designs and findings go to `kernels.labbook.LabBook` beside the
+  archive; a run stops early once its best reaches `speed_of_light` of its roofline.
+- LLM call ids: f"i{iteration}.selector", f"i{iteration}.hypothesizer.avenues", f"i{iteration}.hypothesizer.plans",
+  f"i{iteration}.s{slot}.implementer.a0",
   f"i{iteration}.s{slot}.debugger.a{attempt}" (attempt from 1), so cassettes replay parallel slots exactly.
 - `python -m graph.run` (graph.run): runs or resumes (`--resume RUN_ID`) a run under runs/<run_id>, with a
   SqliteSaver at `<run_dir>/checkpoints.sqlite` (thread id = run id) and settings in `<run_dir>/run.json`;

@@ -29,9 +29,18 @@ class RunContext:
             "description": "Where evaluations run: this host (None, 'local') or Ray ('ray', 'auto', 'ray://H:P')."
         },
     )
-    iterations: int = field(default=3, metadata={"description": "Iterations of select, hypothesize, implement."})
+    strategy: Literal["scientist", "sampling", "tree"] = field(
+        default="scientist",
+        metadata={
+            "description": "'scientist' (selector, two-stage designer), 'sampling' (best-of-N from the starting "
+            "kernel, same implementer and budget) or 'tree' (epsilon-greedy over the lineage tree, then the designer)."
+        },
+    )
+    iterations: int = field(default=3, metadata={"description": "Iterations of select, design, implement."})
+    avenues: int = field(default=10, metadata={"description": "Broad avenues the designer names per iteration."})
+    plans: int = field(default=5, metadata={"description": "Concrete plans the designer writes on the avenues."})
     experiments_per_iteration: int = field(
-        default=2, metadata={"description": "Experiments implemented per iteration."}
+        default=3, metadata={"description": "Plans kept by the paper's rule and implemented per iteration."}
     )
     max_debug_attempts: int = field(
         default=2, metadata={"description": "Debugger rounds before a failure is recorded."}
@@ -42,6 +51,13 @@ class RunContext:
     retrieval: Literal["hybrid", "lexical"] = field(
         default="hybrid", metadata={"description": "Literature search: 'hybrid' or 'lexical' (no embedding model)."}
     )
+    speed_of_light: float = field(
+        default=0.95, metadata={"description": "Stop once the best kernel reaches this fraction of its roofline."}
+    )
+    tree_epsilon: float = field(
+        default=0.2, metadata={"description": "The tree strategy's exploration rate, raised while the best stalls."}
+    )
+    profile: bool = field(default=True, metadata={"description": "Profile each base (ncu / rocprofv3) if present."})
     passages_per_query: int = field(default=3, metadata={"description": "Literature passages kept per query."})
     run_dir: str = field(default="", metadata={"description": "Where the archive and report go (default runs/<id>)."})
     record_cassette: str = field(default="", metadata={"description": "Write every LLM call to this cassette."})

@@ -1,4 +1,9 @@
-"""One experiment's loop: implementer -> evaluate -> (debugger -> evaluate)* -> done, as a subgraph per slot."""
+"""One experiment's loop: implementer -> evaluate -> (debugger -> evaluate)* -> done, as a subgraph per slot.
+
+Before a source is evaluated it is checked as a diff against the base (agents.anchors): edits far outside the
+plan's anchors go to the debugger as status "off_anchor" while attempts remain, and are noted in the archive when
+they are evaluated anyway. The implementer and the debugger see the siblings' attempts (agents.siblings).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,23 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from agents.anchors import check_edit
 from agents.debugger import debug_candidate
 from agents.errors import MalformedAnswer
-from agents.implementer import implement_experiment
-from agents.schemas import Experiment
+from agents.implementer import implement_plan
+from agents.schemas import Plan
+from agents.siblings import sibling_digest
 from graph import lab, quarantine
 from graph.context import RunContext
-from graph.routing import route_after_evaluate
+from graph.routing import OFF_ANCHOR, route_after_evaluate
 from graph.state import ExperimentOutcome, ExperimentOutput, ExperimentState, ExperimentTask
+from kernels.archive import Archive
+from kernels.labbook import LabBook
 from kernels.problem import load_problem
+
+
+def _siblings(task: ExperimentTask, archive: Archive) -> str:
+    return sibling_digest(archive, task.base_id, LabBook(task.run_dir).findings, concurrent=task.concurrent)
 
 
 def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
@@ -26,12 +39,13 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
     problem = load_problem(task.problem)
     model = lab.model_settings(runtime.context).make("implementer")
     try:
-        source, call = implement_experiment(
+        source, call = implement_plan(
             model,
             problem=lab.problem_brief(problem, task.device, archive),
             base_source=archive.get(task.base_id).source,
             reference_source=archive.get(task.reference_id).source if task.reference_id else None,
-            experiment=Experiment(**task.experiment),
+            plan=Plan(**task.experiment),
+            siblings=_siblings(task, archive),
             call_id=f"i{task.iteration}.s{task.slot}.implementer.a0",
         )
     except MalformedAnswer as error:
@@ -42,11 +56,19 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
 
 
 def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "__end__"]]:
-    """Compile, check and time the candidate; a failure goes to the debugger while attempts remain.
+    """Check the edit against the anchors, then compile, check and time; failures go to the debugger while they may.
 
     A correct candidate that a hard flag sets aside gets its one strict re-evaluation here, right away.
     """
     task, attempts = state["task"], state.get("debug_attempts", 0)
+    plan = Plan(**task.experiment)
+    check = check_edit(lab.open_archive(task.run_dir).get(task.base_id).source, state["source"], plan.anchors)
+    strayed = check.describe() if check.strays else ""
+    if strayed and route_after_evaluate(OFF_ANCHOR, attempts, runtime.context.max_debug_attempts) == "debugger":
+        event = {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": OFF_ANCHOR}
+        runtime.stream_writer(event | {"message": strayed})
+        diagnostics = {"status": OFF_ANCHOR, "message": strayed, "diagnostics": strayed}
+        return Command(goto="debugger", update={"status": OFF_ANCHOR, "eval": diagnostics})
     result = lab.evaluate(runtime.context, task.problem, state["source"], task.device)
     status = result["status"]
     event = {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status}
@@ -56,13 +78,14 @@ def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
     strict = quarantine.strict_recheck(runtime.context, task.problem, state["source"], task.device, result)
     if strict:
         runtime.stream_writer(event | {"status": strict["status"], "strict": True} | _timing(strict))
-    note = f"given up after {attempts} debugger attempts" if status != "correct" and attempts else ""
+    notes = [f"given up after {attempts} debugger attempts" if status != "correct" and attempts else "", strayed]
+    note = "; ".join(filter(None, notes))
     outcome = _outcome(task, state["source"], status, result, attempts, note, strict)
     return Command(goto=END, update={"status": status, "eval": result, "outcomes": [outcome]})
 
 
 def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
-    """Fix the failing source from the evaluator's diagnostics."""
+    """Fix the source sent back (failed, or off its anchors) from the diagnostics, seeing the siblings' attempts."""
     task, attempt = state["task"], state.get("debug_attempts", 0) + 1
     archive = lab.open_archive(task.run_dir)
     model = lab.model_settings(runtime.context).make("debugger")
@@ -74,6 +97,9 @@ def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
             source=state["source"],
             diagnostics=result.get("diagnostics") or result.get("message", ""),
             status=state["status"],
+            plan=Plan(**task.experiment),
+            siblings=_siblings(task, archive),
+            profile=task.profile or "(no profile for this base)",
             call_id=f"i{task.iteration}.s{task.slot}.debugger.a{attempt}",
         )
     except MalformedAnswer as error:

@@ -118,3 +118,13 @@ def calls_of(failure: Exception) -> list:
     """The accounting a MalformedAnswer carries, so tokens spent on unusable answers still count."""
     call = getattr(failure, "call", None)
     return [call] if call is not None else []
+
+
+def roofline_fraction(record: CandidateRecord | None) -> float | None:
+    """A kernel's fraction of its roofline: the worst over its timed benchmark shapes, else its evaluation's."""
+    if record is None:
+        return None
+    shapes = [s.get("roofline_fraction") for s in record.eval.get("shapes") or [] if s.get("kind") == "benchmark"]
+    if shapes and all(fraction is not None for fraction in shapes):
+        return min(shapes)
+    return (record.eval.get("roofline") or {}).get("fraction")

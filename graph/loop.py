@@ -1,4 +1,8 @@
-"""The main loop's nodes: setup, selector, hypothesizer and record (the experiments run in `graph.experiment`)."""
+"""The main loop's nodes: setup, selector, hypothesizer (the designer) and record; experiments run in graph.experiment.
+
+The strategy (graph.strategies) decides who picks the base (the selector, or the tree's epsilon-greedy rule, or
+sampling's fixed start) and whether the designer runs (not for sampling).
+"""
 
 from __future__ import annotations
 
@@ -12,17 +16,24 @@ from langgraph.types import Command, Send
 
 import retrieval
 from agents.briefs import CandidateBrief
+from agents.choice import choose_plans
 from agents.errors import MalformedAnswer
-from agents.hypothesizer import propose_experiments, retrieval_queries
+from agents.findings import finding_for
+from agents.hypothesizer import propose_avenues, propose_plans, retrieval_queries
 from agents.notebook import archive_summary, notebook_summary, selectable_ids
+from agents.population import diversity, line_of, shape_speedups
 from agents.selector import select_parent
-from graph import lab, quarantine
+from evaluators.profile import profile_summary
+from graph import lab, quarantine, strategies
 from graph.context import RunContext
 from graph.routing import device_for_slot, stop_reason
 from graph.state import ExperimentTask, ScientistState
 from kernels.archive import Archive, CandidateRecord
 from kernels.gpumode import REFERENCE_SUBMISSION
+from kernels.labbook import DesignRecord, Finding, LabBook
 from kernels.problem import Problem, load_problem
+
+NO_PROFILE = "Profiling is switched off for this run (--no-profile)."
 
 
 def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["selector", "report"]]:
@@ -45,7 +56,9 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
     }
-    reason = stop_reason(ctx, iteration=0, tokens=0, dollars=0.0, elapsed_s=0.0)
+    reason = stop_reason(
+        ctx, iteration=0, tokens=0, dollars=0.0, elapsed_s=0.0, best_fraction=lab.roofline_fraction(best)
+    )
     return Command(goto="report" if reason else "selector", update={**update, "stop_reason": reason})
 
 
@@ -92,70 +105,130 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx
 
 
 def selector(state: ScientistState, runtime: Runtime[RunContext]) -> dict:
-    """Ask the selector for a base version (and a contrasting reference) from the archive's summary."""
+    """Pick the base (and a contrasting reference): the selector for the scientist, the strategy's rule otherwise."""
+    ctx = runtime.context
     iteration = state.get("iteration", 0) + 1
     archive = lab.open_archive(state["run_dir"])
-    model = lab.model_settings(runtime.context).make("selector")
+    update = {"iteration": iteration, "iteration_started_at": time.time()}
+    if ctx.strategy == "sampling":
+        return update | {"selection": strategies.sampling_selection(archive).model_dump()}
+    if ctx.strategy == "tree":
+        chosen = strategies.tree_selection(archive, iteration, ctx.tree_epsilon, Path(state["run_dir"]).name)
+        return update | {"selection": chosen.model_dump()}
+    model = lab.model_settings(ctx).make("selector")
     best = lab.best_kernel(archive)
+    ids = selectable_ids(archive)
     selection, call = select_parent(
         model,
         archive_summary=archive_summary(archive),
-        candidate_ids=selectable_ids(archive),
-        best_id=best.id if best else None,
+        candidate_ids=ids,
+        best_id=best.id if best and best.id in ids else None,
+        lines=line_of(archive),
+        shapes={candidate_id: shape_speedups(archive.get(candidate_id)) for candidate_id in ids},
         call_id=f"i{iteration}.selector",
     )
     notes = [f"iteration {iteration}: selector fell back to the best candidate"] if call.fell_back else []
-    return {
-        "iteration": iteration,
-        "iteration_started_at": time.time(),
-        "selection": selection.model_dump(),
-        "llm_calls": [call],
-        "notes": notes,
-    }
+    return update | {"selection": selection.model_dump(), "llm_calls": [call], "notes": notes}
 
 
 def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["experiment", "record"]]:
-    """Search the literature about the base's bottleneck, propose experiments, and send the chosen ones out."""
+    """Design the iteration's experiments (avenues, plans, the paper's choice) and send the chosen ones out."""
     ctx = runtime.context
     iteration, selection = state["iteration"], state["selection"]
     archive = lab.open_archive(state["run_dir"])
+    book = LabBook(state["run_dir"])
+    design = DesignRecord(
+        iteration=iteration,
+        strategy=ctx.strategy,
+        base_id=selection["base_id"],
+        reference_id=selection.get("reference_id"),
+        contrast=selection.get("contrast"),
+        rationale=selection.get("rationale", ""),
+        diversity=diversity(archive),
+    )
+    if ctx.strategy == "sampling":
+        plans = [strategies.SAMPLE_PLAN] * ctx.experiments_per_iteration
+        book.add_design(design.model_copy(update={"chosen": [{"index": 0, "reason": "best-of-N sample"}] * len(plans)}))
+        return Command(goto=_sends(state, plans, ""), update={})
     problem = load_problem(state["problem"])
     brief = lab.problem_brief(problem, state["device"], archive)
-    base = CandidateBrief.from_record(archive.get(selection["base_id"]))
+    base_record = archive.get(selection["base_id"])
+    base = CandidateBrief.from_record(base_record)
+    profile = profile_summary(problem, base_record.source, state["device"]) if ctx.profile else NO_PROFILE
     passages, search_note = _search_literature(retrieval_queries(brief, base), ctx)
+    notes = [search_note] if search_note else []
+    findings = notebook_summary(archive, book.findings)
     model = lab.model_settings(ctx).make("hypothesizer")
+    calls = []
     try:
-        hypotheses, call = propose_experiments(
+        avenues, call = propose_avenues(
             model,
             problem=brief,
             base=base,
-            notebook=notebook_summary(archive),
+            findings=findings,
+            profile=profile,
             passages=passages,
-            n_experiments=ctx.experiments_per_iteration + 1,
-            n_chosen=ctx.experiments_per_iteration,
-            call_id=f"i{iteration}.hypothesizer",
+            n_avenues=ctx.avenues,
+            call_id=f"i{iteration}.hypothesizer.avenues",
         )
+        calls.append(call)
+        plans, call = propose_plans(
+            model,
+            problem=brief,
+            base=base,
+            avenues=avenues,
+            findings=findings,
+            profile=profile,
+            passages=passages,
+            n_plans=ctx.plans,
+            call_id=f"i{iteration}.hypothesizer.plans",
+        )
+        calls.append(call)
     except MalformedAnswer as error:
-        note = f"iteration {iteration}: no experiments ({error})"
-        notes = [search_note, note] if search_note else [note]
-        return Command(goto="record", update={"notes": notes, "llm_calls": lab.calls_of(error)})
-    gpus = lab.gpu_slots() if state["device"] == "cuda" else 0
-    tasks = [
-        ExperimentTask(
-            iteration=iteration,
-            slot=slot,
-            base_id=selection["base_id"],
-            reference_id=selection.get("reference_id"),
-            experiment=experiment.model_dump(),
-            problem=state["problem"],
-            device=device_for_slot(state["device"], slot, gpus),
-            run_dir=state["run_dir"],
+        notes.append(f"iteration {iteration}: no experiments ({error})")
+        return Command(goto="record", update={"notes": notes, "llm_calls": calls + lab.calls_of(error)})
+    chosen = choose_plans(plans, ctx.experiments_per_iteration)
+    book.add_design(
+        design.model_copy(
+            update={
+                "avenues": [avenue.model_dump() for avenue in avenues],
+                "plans": [plan.model_dump() for plan in plans],
+                "chosen": [pick.model_dump() for pick in chosen],
+                "profile": profile,
+            }
         )
-        for slot, experiment in enumerate(hypotheses.chosen_experiments[: ctx.experiments_per_iteration])
+    )
+    return Command(
+        goto=_sends(state, [plans[pick.index] for pick in chosen], profile),
+        update={"llm_calls": calls, "notes": notes},
+    )
+
+
+def _sends(state: ScientistState, plans: list, profile: str) -> list[Send]:
+    """One experiment per plan, spread over the GPUs, each told what its siblings implement beside it."""
+    selection = state["selection"]
+    gpus = lab.gpu_slots() if state["device"] == "cuda" else 0
+    titles = [plan.title for plan in plans]
+    return [
+        Send(
+            "experiment",
+            {
+                "task": ExperimentTask(
+                    iteration=state["iteration"],
+                    slot=slot,
+                    base_id=selection["base_id"],
+                    reference_id=selection.get("reference_id"),
+                    experiment=plan.model_dump(),
+                    problem=state["problem"],
+                    device=device_for_slot(state["device"], slot, gpus),
+                    run_dir=state["run_dir"],
+                    concurrent=titles[:slot] + titles[slot + 1 :],
+                    profile=profile,
+                )
+            },
+        )
+        for slot, plan in enumerate(plans)
     ]
-    sends = [Send("experiment", {"task": task}) for task in tasks]
-    update = {"tasks": tasks, "llm_calls": [call]} | ({"notes": [search_note]} if search_note else {})
-    return Command(goto=sends, update=update)
 
 
 def _search_literature(queries: list[str], ctx: RunContext) -> tuple[list[retrieval.Passage], str | None]:
@@ -176,8 +249,9 @@ def _search_literature(queries: list[str], ctx: RunContext) -> tuple[list[retrie
 
 
 def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["selector", "report"]]:
-    """Archive the iteration's candidates (once, even when resumed) and decide whether budget remains."""
+    """Archive the iteration's candidates and their findings (once, even when resumed); decide whether to go on."""
     archive = lab.open_archive(state["run_dir"])
+    book = LabBook(state["run_dir"])
     done = {(r.iteration, r.slot) for r in archive.records if r.experiment is not None}
     for outcome in sorted(state.get("outcomes", []), key=lambda o: o.slot):
         if (outcome.iteration, outcome.slot) in done:
@@ -197,12 +271,22 @@ def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Liter
                 **quarantine.record_fields(outcome.eval, outcome.strict_eval),
             )
         )
+    for candidate in archive.records:
+        if candidate.experiment is not None and candidate.id not in book.findings:
+            parent = archive.get(candidate.parent_id) if candidate.parent_id in archive else None
+            text = finding_for(candidate, parent)
+            book.add_finding(Finding(candidate_id=candidate.id, iteration=candidate.iteration, text=text))
     elapsed = state.get("elapsed_s", 0.0) + time.time() - state.get("iteration_started_at", time.time())
     tokens, dollars = lab.spent(state.get("llm_calls", []))
-    reason = stop_reason(
-        runtime.context, iteration=state.get("iteration", 0), tokens=tokens, dollars=dollars, elapsed_s=elapsed
-    )
     best = lab.best_kernel(archive)
+    reason = stop_reason(
+        runtime.context,
+        iteration=state.get("iteration", 0),
+        tokens=tokens,
+        dollars=dollars,
+        elapsed_s=elapsed,
+        best_fraction=lab.roofline_fraction(best),
+    )
     update = {
         "outcomes": None,
         "elapsed_s": elapsed,

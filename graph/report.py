@@ -10,12 +10,22 @@ from langgraph.runtime import Runtime
 
 from agents.accounting import totals_by_role
 from agents.cassette import read_cassette
+from agents.choice import RULE_TEXT, TIE_RULE
 from agents.errors import FatalLLMError
+from agents.population import diversity
 from graph import lab
 from graph.context import RunContext
 from graph.plot import speedup_svg
 from graph.state import ScientistState
 from kernels.archive import Archive, CandidateRecord
+from kernels.labbook import DesignRecord, LabBook
+
+STRATEGIES = {
+    "scientist": "the selector picks a base and a contrasting reference; the designer writes avenues, then plans, "
+    "and keeps some by the paper's rule",
+    "sampling": "best-of-N: every sample starts from the starting kernel, with the same implementer and budget",
+    "tree": "adaptive epsilon-greedy search over the lineage tree picks the base; the designer as in the scientist",
+}
 
 
 def report(state: ScientistState, runtime: Runtime[RunContext]) -> dict:
@@ -27,7 +37,8 @@ def report(state: ScientistState, runtime: Runtime[RunContext]) -> dict:
 def write_report(run_dir: Path, state: ScientistState, ctx: RunContext) -> Path:
     """Write every report file from the archive and the final state; returns the report's path."""
     archive = lab.open_archive(run_dir)
-    summary = build_summary(archive, state, ctx, run_dir.name)
+    book = LabBook(run_dir)
+    summary = build_summary(archive, book, state, ctx, run_dir.name)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     best = lab.best_kernel(archive)
     if best is not None:
@@ -39,11 +50,11 @@ def write_report(run_dir: Path, state: ScientistState, ctx: RunContext) -> Path:
     title = f"{summary['problem']} on {summary['device']} ({summary['timing'] or 'untimed'})"
     (run_dir / "speedup.svg").write_text(speedup_svg(points, title=title))
     path = run_dir / "report.md"
-    path.write_text(render_markdown(archive, summary))
+    path.write_text(render_markdown(archive, summary, book))
     return path
 
 
-def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_id: str) -> dict:
+def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: RunContext, run_id: str) -> dict:
     """The machine-readable outcome of a run."""
     best = lab.best_kernel(archive)
     candidates = [r for r in archive.records if r.experiment is not None]
@@ -52,6 +63,7 @@ def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_
     seed = next((r for r in archive.records if r.eval), None)
     return {
         "run_id": run_id,
+        "strategy": ctx.strategy,
         "problem": state.get("problem", ctx.problem),
         "device": state.get("device", ctx.device),
         "evaluations": lab.executor(ctx, state.get("device") or lab.run_device(ctx)).describe(),
@@ -64,6 +76,7 @@ def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_
         "best_runtime_ms": best.runtime_ms if best else None,
         "set_aside": [{"id": r.id, "speedup": r.speedup, "reason": r.set_aside} for r in archive.set_aside()],
         "cleared_by_strict": [r.id for r in archive.records if r.cleared_by_strict],
+        "best_roofline_fraction": lab.roofline_fraction(best),
         "iterations": state.get("iteration", 0),
         "candidates": len(candidates),
         "statuses": dict(Counter(r.status for r in candidates)),
@@ -73,11 +86,14 @@ def build_summary(archive: Archive, state: ScientistState, ctx: RunContext, run_
         "elapsed_s": round(state.get("elapsed_s", 0.0), 1),
         "stop_reason": state.get("stop_reason"),
         "notes": list(state.get("notes", [])),
+        "diversity": diversity(archive),
+        "designs": len(book.designs),
+        "findings": book.findings,
     }
 
 
-def render_markdown(archive: Archive, summary: dict) -> str:
-    """The human report: headline, plot, lineage tree, who was set aside and the notebook of experiments."""
+def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
+    """The human report: headline, method, plot, lineage tree, who was set aside, designs, findings and the notebook."""
     best = summary["best_speedup"]
     headline = f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none"
     if summary["set_aside"]:
@@ -88,6 +104,7 @@ def render_markdown(archive: Archive, summary: dict) -> str:
         f"- problem: `{summary['problem']}` on `{summary['device']}` (timing: {summary['timing']})",
         f"- model: `{summary['model']}`",
         f"- evaluations: {summary['evaluations']}",
+        f"- strategy: {summary['strategy']} ({STRATEGIES[summary['strategy']]})",
         headline,
         f"- iterations: {summary['iterations']}, candidates: {summary['candidates']}, statuses: {summary['statuses']}",
         f"- tokens: {summary['tokens']}, cost: ${summary['cost_usd']:.4f}, wall time: {summary['elapsed_s']} s",
@@ -97,10 +114,22 @@ def render_markdown(archive: Archive, summary: dict) -> str:
         lines.append(replay)
     if summary["timing"] == "interpreter":
         lines.append("- note: CPU timings come from Triton's interpreter; they rank candidates, not GPU performance")
+    spread = summary["diversity"]
+    lines.append(
+        f"- diversity: {spread['lines_alive']} lines of descent among the top {spread['top_candidates']} "
+        f"candidates, mean source distance {spread['source_distance']} (0 identical, 1 disjoint)"
+    )
     lines += ["", "![speedup over iterations](speedup.svg)", "", "## Lineage", "", "```"]
     lines += lineage_tree(archive)
     lines += ["```", ""]
     lines += set_aside_section(summary)
+    if book.designs:
+        lines += ["## Designs", "", f"Plans are kept by the paper's rule: {RULE_TEXT}; {TIE_RULE}."]
+        for design in book.designs:
+            lines += design_section(design)
+        lines += [""]
+    if book.findings:
+        lines += ["## Findings", ""] + [f"- {text}" for text in book.findings.values()] + [""]
     lines += ["## Notebook of experiments", ""]
     lines += notebook_table(archive.records)
     if summary["notes"]:
@@ -121,6 +150,34 @@ def replay_note(model: str) -> str | None:
     else:
         origin = f"recorded from {header.get('model')} at {header.get('recorded_at')}"
     return f"- note: LLM answers replayed from a cassette {origin}; the kernels were evaluated by this run"
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "/").replace("\n", " ")
+
+
+def design_section(design: DesignRecord) -> list[str]:
+    """One iteration's design: the selection, the profile read, every avenue and every plan, chosen or not."""
+    reference = f", reference {design.reference_id} ({design.contrast} contrast)" if design.reference_id else ""
+    lines = ["", f"### Iteration {design.iteration}: base {design.base_id}{reference}", "", design.rationale]
+    if design.profile:
+        lines += ["", "Profiler evidence on the base:", "", "```", design.profile, "```"]
+    if design.avenues:
+        lines += ["", "Avenues:", ""]
+        lines += [
+            f"{n}. **{_cell(a['title'])}**: {_cell(a['direction'])} (sources: {', '.join(a['citations']) or 'none'})"
+            for n, a in enumerate(design.avenues, 1)
+        ]
+    if design.plans:
+        reasons = {pick["index"]: pick["reason"] for pick in design.chosen}
+        lines += ["", "| # | plan | avenue | uplift | risk | innovation | anchors | chosen |", "|" + " --- |" * 8]
+        for n, plan in enumerate(design.plans):
+            anchors = ", ".join(f"{a['start_line']}-{a['end_line']}" for a in plan["anchors"]) or "-"
+            uplift = f"{plan['expected_speedup_min']:g}-{plan['expected_speedup_max']:g}x"
+            cells = [n + 1, plan["title"], plan["avenue"], uplift, plan["risk"], plan["innovation"], anchors]
+            cells.append(reasons.get(n, "no"))
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
 
 
 def lineage_tree(archive: Archive) -> list[str]:
@@ -157,7 +214,7 @@ def notebook_table(records: list[CandidateRecord]) -> list[str]:
         status = f"{r.status}, {_standing(r)}" if _standing(r) else r.status
         cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, status, speed]
         cells += [r.debug_attempts, r.note or r.eval.get("message", "")]
-        rows.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return rows
 
 

@@ -7,17 +7,35 @@ from typing import Literal
 from graph.context import RunContext
 
 FAILED = frozenset({"compile_error", "runtime_error", "incorrect", "timeout"})
+# Edits far outside the plan's anchors (agents.anchors) are sent back like a failure, before any evaluation.
+OFF_ANCHOR = "off_anchor"
 
 
 def route_after_evaluate(status: str, debug_attempts: int, max_debug_attempts: int) -> Literal["debugger", "done"]:
-    """A failed candidate goes to the debugger until its attempts are spent; anything else is done."""
-    if status in FAILED and debug_attempts < max_debug_attempts:
+    """A failed or off-anchor candidate goes to the debugger until its attempts are spent; anything else is done."""
+    if (status in FAILED or status == OFF_ANCHOR) and debug_attempts < max_debug_attempts:
         return "debugger"
     return "done"
 
 
-def stop_reason(ctx: RunContext, *, iteration: int, tokens: int, dollars: float, elapsed_s: float) -> str | None:
-    """Why the run must stop now (the first budget spent), or None while every budget has room."""
+def stop_reason(
+    ctx: RunContext,
+    *,
+    iteration: int,
+    tokens: int,
+    dollars: float,
+    elapsed_s: float,
+    best_fraction: float | None = None,
+) -> str | None:
+    """Why the run must stop now (speed of light reached, or the first budget spent), or None while there is room.
+
+    `best_fraction` is the best kernel's fraction of its roofline (the worst over its benchmark shapes).
+    """
+    if best_fraction is not None and best_fraction >= ctx.speed_of_light:
+        return (
+            f"speed of light: the best kernel is at {best_fraction * 100:.1f}% of its roofline "
+            f"(the run stops at {ctx.speed_of_light * 100:g}%)"
+        )
     if iteration >= ctx.iterations:
         return f"iterations: {iteration} of {ctx.iterations} done"
     if ctx.max_tokens is not None and tokens >= ctx.max_tokens:

@@ -54,8 +54,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
+    p.add_argument("--strategy", choices=("scientist", "sampling", "tree"), help="search strategy (default scientist)")
     p.add_argument("--iterations", type=positive_int, help="default 3")
-    p.add_argument("--experiments-per-iteration", type=positive_int, help="default 2")
+    p.add_argument("--avenues", type=positive_int, help="broad avenues the designer names per iteration (default 10)")
+    p.add_argument("--plans", type=positive_int, help="concrete plans it writes on them (default 5)")
+    p.add_argument("--experiments-per-iteration", type=positive_int, help="plans kept and implemented (default 3)")
     p.add_argument("--max-concurrency", type=positive_int, help="experiments evaluated at once (default 2)")
     p.add_argument("--max-debug-attempts", type=natural_int, help="debugger rounds per candidate (default 2)")
     p.add_argument("--max-tokens", type=positive_int, help="token budget")
@@ -65,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run from its checkpoints")
     p.add_argument("--record-cassette", type=Path, metavar="PATH", help="record every LLM call to a cassette")
     p.add_argument("--retrieval", choices=("hybrid", "lexical"), help="literature search mode (default hybrid)")
+    p.add_argument(
+        "--speed-of-light", type=fraction, help="stop once the best reaches this fraction of roofline (default 0.95)"
+    )
+    p.add_argument("--tree-epsilon", type=fraction, help="the tree strategy's exploration rate (default 0.2)")
+    p.add_argument(
+        "--no-profile", dest="profile", action="store_const", const=False, help="skip ncu / rocprofv3 on each base"
+    )
     return p
 
 
@@ -100,6 +110,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
 def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[RunContext, int, str | None]:
     """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
     try:
@@ -132,6 +150,8 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
         role_models=role_models,
         record_cassette=str(args.record_cassette or ""),
     )
+    if ctx.experiments_per_iteration > ctx.plans and ctx.strategy != "sampling":
+        p.error(f"--experiments-per-iteration {ctx.experiments_per_iteration} exceeds --plans {ctx.plans}")
     if problem.name != DEFAULT_PROBLEM and model == f"replay:{DEMO_CASSETTE}":
         p.error(f"the demo cassette is for {DEFAULT_PROBLEM}; pass --model for {problem.name}")
     return ctx, args.max_concurrency or 2, banner
@@ -202,7 +222,10 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         if args.resume and snapshot.values and not snapshot.next:
             console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
             return 0
-        console.print(f"run {run_id}: {ctx.problem} with {ctx.model} -> {run_dir}; evaluations on {where}")
+        console.print(
+            f"run {run_id}: {ctx.problem}, strategy {ctx.strategy}, with {ctx.model} -> {run_dir}; "
+            f"evaluations on {where}"
+        )
         try:
             final = stream(graph, None if args.resume else {}, config, ctx, console)
         except FatalLLMError as error:

@@ -10,7 +10,11 @@ from typing_extensions import TypedDict
 
 
 class ExperimentTask(BaseModel):
-    """One chosen experiment handed to a slot: what to change, starting from which candidate, on which device."""
+    """One chosen plan handed to a slot: what to change, from which candidate, on which device, beside what.
+
+    `experiment` is an `agents.schemas.Plan` dump; `concurrent` the titles of the plans the other slots implement
+    from the same base; `profile` the base's profiler summary, for the debugger.
+    """
 
     iteration: int
     slot: int
@@ -20,6 +24,8 @@ class ExperimentTask(BaseModel):
     problem: str
     device: str
     run_dir: str
+    concurrent: list[str] = Field(default_factory=list)
+    profile: str = ""
 
 
 class ExperimentOutcome(BaseModel):

@@ -2,21 +2,27 @@
 
 from agents.briefs import ProblemBrief
 from agents.debugger import debug_candidate
-from agents.implementer import implement_experiment
-from agents.schemas import Experiment
+from agents.implementer import implement_plan
+from agents.schemas import Plan
 from tests.agents.fakes import Flaky
 
 GPUMODE = ProblemBrief(name="row-scale", source="def generate_input(...): ...", format="gpumode")
 KERNELBENCH = ProblemBrief(name="relu", source="class Model: ...")
 SUBMISSION = "from task import input_t\n\n\ndef custom_kernel(data):\n    x, scale, out = data\n    return out\n"
-EXPERIMENT = Experiment(
-    title="t", change="c", mechanism="m", expected_speedup_min=1.0, expected_speedup_max=1.1, risk="low"
+PLAN = Plan(
+    title="t", rubric=["c"], mechanism="m", expected_speedup_min=1.0, expected_speedup_max=1.1, risk="low", innovation=1
 )
 
 
 def implement(problem: ProblemBrief, model: Flaky) -> str:
-    source, _ = implement_experiment(
-        model, problem=problem, base_source="B", reference_source=None, experiment=EXPERIMENT, call_id="i1.s0.a0"
+    source, _ = implement_plan(
+        model,
+        problem=problem,
+        base_source="B",
+        reference_source=None,
+        plan=PLAN,
+        siblings="(none)",
+        call_id="i1.s0.a0",
     )
     return source
 
@@ -38,7 +44,15 @@ def test_a_kernelbench_implementer_asks_again_for_modelnew():
 def test_the_debugger_keeps_the_gpumode_form():
     model = Flaky(outcomes=[f"Fixed.\n```python\n{SUBMISSION}```"], seen=[])
     source, _ = debug_candidate(
-        model, problem=GPUMODE, source="BROKEN", diagnostics="x", status="runtime_error", call_id="i1.s0.d1"
+        model,
+        problem=GPUMODE,
+        source="BROKEN",
+        diagnostics="x",
+        status="runtime_error",
+        plan=PLAN,
+        siblings="(none)",
+        profile="(none)",
+        call_id="i1.s0.d1",
     )
     assert source == SUBMISSION and "Keep the candidate's form. The module defines `custom_kernel(data)`" in (
         model.seen[0][1][0].content

@@ -38,7 +38,7 @@ def test_summaries_name_best_failures_lineage_and_outcomes():
     assert f"cuda: {best.id}" in summary and "Recent failures:" in summary and "compile_error" in summary
     assert "Lineage of the best: c0000" in summary and "Totals: 7 candidates" in summary
     notebook = notebook_summary(archive)
-    assert "(iter 1, parent c0000)" in notebook and "+2%" in notebook and "compile_error" in notebook
+    assert "iter 1, parent c0000: c0001" in notebook and "gained +2%" in notebook and "compile_error" in notebook
     assert selectable_ids(archive)[0] == best.id
 
 

@@ -1,13 +1,10 @@
-import json
-
 import pytest
 
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
-from agents.errors import MalformedAnswer
-from agents.hypothesizer import propose_experiments, retrieval_queries
-from agents.implementer import implement_experiment
-from agents.schemas import Experiment
+from agents.hypothesizer import retrieval_queries
+from agents.implementer import implement_plan
+from agents.schemas import Anchor, Plan
 from agents.selector import select_parent
 from tests.agents.fakes import Flaky, scripted
 
@@ -24,25 +21,17 @@ CODE = (
 )
 
 
-def experiment(title="vectorize", lo=1.1, hi=1.5, citations=("hopper/memory.md#coalescing",)):
-    return dict(
+def plan(title="vectorize", lo=1.1, hi=1.5, innovation=5, anchors=((1, 1),)):
+    return Plan(
         title=title,
-        change="c",
+        avenue=1,
+        rubric=["load 8 bf16 per thread"],
         mechanism="m",
         expected_speedup_min=lo,
         expected_speedup_max=hi,
         risk="low",
-        citations=list(citations),
-    )
-
-
-def hypotheses(chosen=(0, 1), citations=("[2]",)):
-    return json.dumps(
-        {
-            "experiments": [experiment(), experiment("fuse", citations=citations)],
-            "chosen": list(chosen),
-            "choice_rule": "innovative: 1; max uplift: 0",
-        }
+        innovation=innovation,
+        anchors=[Anchor(start_line=a, end_line=b, note="loads") for a, b in anchors],
     )
 
 
@@ -50,7 +39,8 @@ def hypotheses(chosen=(0, 1), citations=("[2]",)):
 
 
 def test_selector_parses_chatter_wrapped_json_and_fills_accounting():
-    model = scripted('Sure!\n```json\n{"base_id": "c0003", "reference_id": "c0001", "rationale": "fastest"}\n```')
+    answer = '{"base_id": "c0003", "reference_id": "c0001", "contrast": "lineage", "rationale": "fastest"}'
+    model = scripted(f"Sure!\n```json\n{answer}\n```")
     selection, call = select_parent(
         model, archive_summary="...", candidate_ids=["c0003", "c0001"], call_id="i2.selector"
     )
@@ -81,7 +71,7 @@ def test_selector_falls_back_to_best_and_says_so():
 
 def test_selector_rejects_reference_equal_to_base():
     model = scripted(
-        '{"base_id": "c0003", "reference_id": "c0003", "rationale": "r"}',
+        '{"base_id": "c0003", "reference_id": "c0003", "contrast": "lineage", "rationale": "r"}',
         '{"base_id": "c0003", "reference_id": null, "rationale": "r"}',
     )
     selection, call = select_parent(model, archive_summary="s", candidate_ids=["c0003"], call_id="i1.selector")
@@ -104,85 +94,35 @@ def test_retrieval_queries_follow_the_measured_bottleneck():
     assert unmeasured and all("row softmax" in q for q in unmeasured)
 
 
-def test_hypothesizer_puts_sources_in_prompt_and_resolves_numbered_citations():
-    model = Flaky(outcomes=[hypotheses()], seen=[])
-    result, call = propose_experiments(
-        model,
-        problem=PROBLEM,
-        base=BASE,
-        notebook="No experiments yet.",
-        passages=PASSAGES,
-        n_experiments=2,
-        n_chosen=2,
-        call_id="i1.hypothesizer",
-    )
-    prompt = model.seen[0][1][0].content
-    assert "source: hopper/memory.md#coalescing" in prompt and "memory-bound at 35.0%" in prompt
-    assert "most innovative" in prompt and "highest minimum" in prompt
-    assert result.experiments[1].citations == ["cdna3/hbm.md#vector-loads"]
-    assert [e.title for e in result.chosen_experiments] == ["vectorize", "fuse"]
-    assert call.role == "hypothesizer"
-
-
-def test_hypothesizer_feeds_back_invalid_chosen_indices_and_invented_citations():
-    model = Flaky(outcomes=[hypotheses(chosen=(0, 7)), hypotheses(citations=("made-up.pdf",)), hypotheses()], seen=[])
-    result, call = propose_experiments(
-        model,
-        problem=PROBLEM,
-        base=BASE,
-        notebook="",
-        passages=PASSAGES,
-        n_experiments=2,
-        n_chosen=2,
-        call_id="i1.hypothesizer",
-    )
-    assert result.chosen == [0, 1] and call.attempts == 3
-    assert "out of range" in model.seen[1][1][-1].content
-    assert "made-up.pdf" in model.seen[2][1][-1].content
-
-
-def test_hypothesizer_raises_when_answers_stay_malformed():
-    model = scripted(hypotheses(chosen=(0,)), hypotheses(chosen=(0,)), hypotheses(chosen=(0,)))
-    with pytest.raises(MalformedAnswer, match="exactly 2") as caught:
-        propose_experiments(
-            model,
-            problem=PROBLEM,
-            base=BASE,
-            notebook="",
-            passages=PASSAGES,
-            n_experiments=3,
-            n_chosen=2,
-            call_id="i1.hypothesizer",
-        )
-    assert caught.value.call.attempts == 3
-
-
 # implementer and debugger
 
 
 def test_implementer_extracts_source_from_chatter_and_passes_the_reference():
     model = Flaky(outcomes=[f"Here is the kernel:\n```python\n{CODE}```\nIt should be faster."], seen=[])
-    source, call = implement_experiment(
+    source, call = implement_plan(
         model,
         problem=PROBLEM,
         base_source="BASE SRC",
         reference_source="REF SRC",
-        experiment=Experiment(**experiment()),
+        plan=plan(),
+        siblings="SIBLINGS",
         call_id="i1.s0.implementer.a0",
     )
     assert source == CODE and call.call_id == "i1.s0.implementer.a0"
     prompt = model.seen[0][1][0].content
-    assert "BASE SRC" in prompt and "REF SRC" in prompt and "vectorize" in prompt
+    assert "BASE SRC" in prompt and "REF SRC" in prompt and "vectorize" in prompt and "SIBLINGS" in prompt
+    assert "# >>> anchor 1: loads" in prompt and "load 8 bf16 per thread" in prompt
 
 
 def test_implementer_without_reference_omits_the_section_and_retries_prose():
     model = Flaky(outcomes=["I would vectorize the loads.", f"```python\n{CODE}```"], seen=[])
-    source, call = implement_experiment(
+    source, call = implement_plan(
         model,
         problem=PROBLEM,
         base_source="B",
         reference_source=None,
-        experiment=Experiment(**experiment()),
+        plan=plan(anchors=()),
+        siblings="",
         call_id="i1.s0.implementer.a0",
     )
     assert source == CODE and call.attempts == 2
@@ -198,10 +138,14 @@ def test_debugger_sends_status_and_diagnostics():
         source="BROKEN",
         diagnostics="IndexError: out of bounds",
         status="runtime_error",
+        plan=plan(),
+        siblings="c0004 tried tiles",
+        profile="ncu: DRAM 3000 GB/s",
         call_id="i1.s0.debugger.a1",
     )
     prompt = model.seen[0][1][0].content
     assert source == CODE and "runtime_error" in prompt and "IndexError: out of bounds" in prompt and "BROKEN" in prompt
+    assert "c0004 tried tiles" in prompt and "ncu: DRAM 3000 GB/s" in prompt and "lines 1-1 (loads)" in prompt
 
 
 def test_long_diagnostics_keep_head_and_tail_within_bound():

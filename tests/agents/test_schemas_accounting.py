@@ -2,44 +2,43 @@ import pytest
 from pydantic import ValidationError
 
 from agents.accounting import LLMCall, cost_of, model_name, totals_by_role
-from agents.schemas import Experiment, HypothesisSet, Selection
+from agents.schemas import Plan, Selection
 
 
-def experiment(**overrides):
+def plan(**overrides):
     fields = dict(
         title="t",
-        change="c",
+        avenue=1,
+        rubric=["c"],
         mechanism="m",
         expected_speedup_min=1.1,
         expected_speedup_max=1.4,
         risk="low",
+        innovation=5,
+        anchors=[{"start_line": 3, "end_line": 9}],
         citations=["a.md#x"],
     )
-    return Experiment(**(fields | overrides))
+    return Plan(**(fields | overrides))
 
 
-def test_selection_reference_is_optional():
+def test_selection_reference_needs_its_contrast():
     assert Selection(base_id="c0001", rationale="best").reference_id is None
+    with pytest.raises(ValidationError, match="contrast"):
+        Selection(base_id="c0001", reference_id="c0002", rationale="r")
+    assert Selection(base_id="c0001", reference_id="c0002", contrast="shape", rationale="r").contrast == "shape"
 
 
-def test_experiment_rejects_inverted_range_and_unknown_risk():
+def test_plan_rejects_inverted_range_unknown_risk_bad_innovation_and_inverted_anchor():
     with pytest.raises(ValidationError, match="exceeds"):
-        experiment(expected_speedup_min=2.0, expected_speedup_max=1.2)
+        plan(expected_speedup_min=2.0, expected_speedup_max=1.2)
     with pytest.raises(ValidationError):
-        experiment(risk="extreme")
-
-
-def test_hypothesis_set_needs_two_experiments_and_valid_unique_indices():
-    two = [experiment(), experiment(title="u")]
-    assert HypothesisSet(experiments=two, chosen=[1], choice_rule="r").chosen_experiments[0].title == "u"
+        plan(risk="extreme")
     with pytest.raises(ValidationError):
-        HypothesisSet(experiments=two[:1], chosen=[0], choice_rule="r")
-    with pytest.raises(ValidationError, match="out of range"):
-        HypothesisSet(experiments=two, chosen=[2], choice_rule="r")
-    with pytest.raises(ValidationError, match="out of range"):
-        HypothesisSet(experiments=two, chosen=[-1], choice_rule="r")
-    with pytest.raises(ValidationError, match="repeat"):
-        HypothesisSet(experiments=two, chosen=[0, 0], choice_rule="r")
+        plan(innovation=11)
+    with pytest.raises(ValidationError):
+        plan(rubric=[])
+    with pytest.raises(ValidationError, match="after end_line"):
+        plan(anchors=[{"start_line": 9, "end_line": 3}])
 
 
 def test_cost_uses_the_price_table_and_long_context_tier():

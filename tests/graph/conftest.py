@@ -15,7 +15,8 @@ import evaluators
 from agents.models import ModelSettings
 from graph import run
 
-CASSETTES = Path(__file__).resolve().parents[1] / "cassettes" / "graph"
+ROOT = Path(__file__).resolve().parents[2]
+CASSETTES = ROOT / "tests" / "cassettes" / "graph"
 CPU = ["--device", "cpu", "--retrieval", "lexical"]
 
 

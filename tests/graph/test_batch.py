@@ -15,8 +15,8 @@ from .conftest import CASSETTES
 pytestmark = pytest.mark.slow
 SUITE = Path(__file__).parent / "batch_suite"
 CASSETTE = json.loads((CASSETTES / "batch.json").read_text())
-# Per problem and iteration: selector 1560 + hypothesizer 6300 + implementer 4600 tokens (the cassette's usage).
-TOKENS_PER_ITERATION = 12460
+# Per problem and iteration: selector 1560 + designer 2 x 6300 (avenues, plans) + implementer 4600 tokens.
+TOKENS_PER_ITERATION = 18760
 
 
 def write_cassette(path: Path, iterations: int) -> None:
@@ -71,7 +71,7 @@ def test_a_stopped_batch_resumes_each_run_from_its_checkpoints(tmp_path, monkeyp
 def test_the_dollar_cap_stops_new_problems_and_they_count_as_failures(tmp_path):
     cassette, out = tmp_path / "cassette.json", tmp_path / "out"
     write_cassette(cassette, iterations=2)
-    # One iteration costs about $0.04: the first run is told $0.01 is left, stops after it, and the cap is spent.
+    # One iteration costs about $0.06: the first run is told $0.01 is left, stops after it, and the cap is spent.
     assert run_batch(cassette, out, "--max-dollars", "0.01") == 0
     matrix, vector = rows(out).values()
     assert matrix["status"] == "correct" and matrix["tokens"] == TOKENS_PER_ITERATION

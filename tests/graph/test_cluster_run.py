@@ -11,7 +11,17 @@ from kernels.archive import Archive
 
 from .conftest import CASSETTES, CPU, cli
 
-SHORT = ["--model", f"replay:{CASSETTES / 'short.json'}", "--experiments-per-iteration", "1", *CPU]
+SHORT = [
+    "--model",
+    f"replay:{CASSETTES / 'short.json'}",
+    "--avenues",
+    "3",
+    "--plans",
+    "3",
+    "--experiments-per-iteration",
+    "1",
+    *CPU,
+]
 
 
 def usage_error(capsys, *args) -> tuple[int, str]:

@@ -19,6 +19,7 @@ from .conftest import CASSETTES, CPU, EvaluationSpy, ServiceError, SimulatedCras
 
 pytestmark = pytest.mark.slow
 ARGS = ["--model", f"replay:{CASSETTES / 'edges.json'}", "--iterations", "2", "--experiments-per-iteration", "2"]
+ARGS += ["--avenues", "3", "--plans", "3"]
 ARGS += ["--max-debug-attempts", "1", "--max-concurrency", "2", *CPU]
 
 
@@ -86,7 +87,8 @@ def test_correct_but_slower_kernels_are_recorded_and_not_made_best(edges_run):
 def test_malformed_answer_and_rate_limit_are_retried_and_accounted(edges_run):
     per_role = read_summary(edges_run["dir"])["per_role"]
     assert (per_role["selector"]["calls"], per_role["selector"]["attempts"]) == (2, 3)  # i2 answered twice
-    assert (per_role["hypothesizer"]["calls"], per_role["hypothesizer"]["attempts"]) == (2, 3)  # one 429
+    # Two stages (avenues, plans) per iteration; the first call met one 429.
+    assert (per_role["hypothesizer"]["calls"], per_role["hypothesizer"]["attempts"]) == (4, 5)
     assert per_role["implementer"]["calls"] == 4 and per_role["debugger"]["calls"] == 2
 
 

@@ -10,7 +10,8 @@ from kernels.archive import Archive
 from .conftest import CASSETTES, CPU, ServiceError, cli, fail_role_once, read_summary
 
 pytestmark = pytest.mark.slow
-SHORT = ["--model", f"replay:{CASSETTES / 'short.json'}", "--experiments-per-iteration", "1", *CPU]
+DESIGN = ["--avenues", "3", "--plans", "3", "--experiments-per-iteration", "1", *CPU]
+SHORT = ["--model", f"replay:{CASSETTES / 'short.json'}", *DESIGN]
 
 
 def test_token_budget_ends_the_run_cleanly_with_its_report(tmp_path):
@@ -46,6 +47,7 @@ def test_a_broken_literature_index_costs_citations_not_the_run(tmp_path, monkeyp
 
     monkeypatch.setattr(retrieval, "search", broken_search)
     run_dir = tmp_path / "nolit"
-    assert cli(*SHORT, "--iterations", "1", "--out", str(run_dir)) == 0
+    cassette = CASSETTES / "without_literature.json"
+    assert cli("--model", f"replay:{cassette}", *DESIGN, "--iterations", "1", "--out", str(run_dir)) == 0
     assert read_summary(run_dir)["candidates"] == 1
     assert "literature search failed" in (run_dir / "report.md").read_text()

@@ -63,6 +63,8 @@ def test_studio_runs_the_graph_with_its_context_form(studio_server, tmp_path):
         "device": "cpu",
         "iterations": 1,
         "experiments_per_iteration": 1,
+        "avenues": 3,
+        "plans": 3,
         "retrieval": "lexical",
         "run_dir": str(run_dir),
     }

@@ -1,0 +1,93 @@
+"""Findings: one line per experiment on what its measured outcome teaches, written from the numbers alone.
+
+Deterministic on purpose, not an LLM call: a finding restates only what was measured (status, change over the
+parent against the plan's expected range, the roofline bound, per-shape direction, anti-cheat verdicts), so it
+cannot invent an outcome, costs nothing, replays identically and is bounded in length. Interpreting it is the
+designer's job: it reads these lines in its next prompt.
+
+`finding_for(record, parent) -> str`, e.g. "c0005 'SiLU through exp2': no gain (+0%) over c0002, below its
+expected 1.02-1.08x; the kernel is memory bound at 81% of roofline."
+"""
+
+from __future__ import annotations
+
+from agents.population import shape_speedups
+from kernels.archive import CandidateRecord
+
+FLAT = 0.02  # changes within 2% are noise for the designer's purposes
+TITLE_CHARS = 56
+MESSAGE_CHARS = 90
+FAILURE_LESSON = {
+    "compile_error": "the idea is untested, not refuted",
+    "runtime_error": "the idea is untested, not refuted",
+    "incorrect": "the change broke the numerics",
+    "timeout": "the kernel hung or ran far too long",
+    "does_not_fit": "the inputs do not fit in device memory",
+    "off_anchor": "its edits strayed from the plan's anchors and it was never evaluated",
+}
+
+
+def _clip(text: str | None, limit: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _bottleneck(record: CandidateRecord) -> str:
+    roofline = record.eval.get("roofline") or {}
+    bound, fraction = roofline.get("bound"), roofline.get("fraction")
+    if bound is None or fraction is None:
+        return ""
+    return f"the kernel is {bound} bound at {fraction * 100:.0f}% of roofline"
+
+
+def _against_expected(ratio: float, experiment: dict) -> str:
+    low, high = experiment.get("expected_speedup_min"), experiment.get("expected_speedup_max")
+    if low is None or high is None:
+        return ""
+    where = "below" if ratio < low else "above" if ratio > high else "within"
+    return f"{where} its expected {low:g}-{high:g}x"
+
+
+def _shape_split(record: CandidateRecord, parent: CandidateRecord) -> str:
+    mine, theirs = shape_speedups(record), shape_speedups(parent)
+    changes = {name: mine[name] / theirs[name] - 1 for name in mine if theirs.get(name)}
+    if not changes:
+        return ""
+    best, worst = max(changes, key=changes.get), min(changes, key=changes.get)
+    if changes[best] > FLAT and changes[worst] < -FLAT:
+        return f"faster on {best} ({changes[best] * 100:+.0f}%), slower on {worst} ({changes[worst] * 100:+.0f}%)"
+    return ""
+
+
+def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
+    """What this experiment's outcome teaches, from its measurement and its parent's."""
+    experiment = record.experiment or {}
+    head = f"{record.id} '{_clip(experiment.get('title'), TITLE_CHARS)}'"
+    rounds = f" after {record.debug_attempts} debugger rounds" if record.debug_attempts else ""
+    strayed = "; its edits strayed outside the plan's anchors" if "outside the plan's anchors" in record.note else ""
+    if record.status != "correct":
+        message = _clip(record.eval.get("message") or record.note, MESSAGE_CHARS)
+        lesson = FAILURE_LESSON.get(record.status, "it failed")
+        return f"{head}: {record.status}{rounds} ({message}); {lesson}{strayed}."
+    if record.set_aside:
+        reason = _clip(record.set_aside, MESSAGE_CHARS)
+        return (
+            f"{head}: {record.speedup or 0:.2f}x claimed, SET ASIDE by the evaluator ({reason}); its speed is not "
+            f"trusted, do not build on it{strayed}."
+        )
+    if record.cleared_by_strict:
+        strayed = f", cleared by a strict re-evaluation{strayed}"
+    if parent is None or not parent.speedup or record.speedup is None:
+        return f"{head}: correct, {record.speedup or 0:.3g}x; no parent measurement to compare{strayed}."
+    ratio = record.speedup / parent.speedup
+    change = f"{(ratio - 1) * 100:+.0f}%"
+    if ratio - 1 > FLAT:
+        verdict = f"gained {change} over {parent.id} ({parent.speedup:.3g}x -> {record.speedup:.3g}x)"
+    elif ratio - 1 < -FLAT:
+        verdict = f"regressed {change} against {parent.id} ({parent.speedup:.3g}x -> {record.speedup:.3g}x)"
+    else:
+        verdict = f"no gain ({change}) over {parent.id}"
+    clauses = [
+        c for c in (_against_expected(ratio, experiment), _shape_split(record, parent), _bottleneck(record)) if c
+    ]
+    return f"{head}: {verdict}{', ' + clauses[0] if clauses else ''}{''.join('; ' + c for c in clauses[1:])}{strayed}."
