@@ -33,7 +33,7 @@ class EnvironmentFailure(RuntimeError):
 class ReferenceWorker:
     """One warm reference process; requests are serialized, its timings cached per shape."""
 
-    def __init__(self, problem: Problem, device: str, options: EvalOptions, job: dict):
+    def __init__(self, device: str, options: EvalOptions, job: dict):
         self.worker = Worker("reference", options, toolchain_key(), device)
         self.worker.assign(job | {"role": "reference"})
         self.lock = threading.Lock()
@@ -108,7 +108,7 @@ def reference_for(problem: Problem, device: str, options: EvalOptions, job: dict
             if warm is not None and warm.alive:
                 return warm
             _pool.pop(key, None)
-        reference = ReferenceWorker(problem, device, options, job)
+        reference = ReferenceWorker(device, options, job)
         with _pool_lock:
             _pool[key] = reference
             _evict(device, keep=key)

@@ -65,9 +65,6 @@ class Session:
         line = self.control.readline()
         return json.loads(line) if line else None
 
-    def trial_inputs(self, seed: int, dist: str) -> list:
-        return self.runtime.inputs(seed, dist)
-
     def timing_plan(self, memory: dict, retain: int, retain_all: bool) -> TimingPlan:
         job = self.job
         return TimingPlan(
