@@ -18,6 +18,18 @@ from graph import run
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = ROOT / "tests" / "cassettes" / "graph"
 CPU = ["--device", "cpu", "--retrieval", "lexical"]
+# One iteration of the short cassette, one experiment, on the CPU.
+SHORT = [
+    "--model",
+    f"replay:{CASSETTES / 'short.json'}",
+    "--avenues",
+    "3",
+    "--plans",
+    "3",
+    "--experiments-per-iteration",
+    "1",
+    *CPU,
+]
 
 
 class ServiceError(Exception):

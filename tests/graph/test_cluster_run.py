@@ -9,19 +9,7 @@ import pytest
 from graph.lab import ARCHIVE_FILE
 from kernels.archive import Archive
 
-from .conftest import CASSETTES, CPU, cli
-
-SHORT = [
-    "--model",
-    f"replay:{CASSETTES / 'short.json'}",
-    "--avenues",
-    "3",
-    "--plans",
-    "3",
-    "--experiments-per-iteration",
-    "1",
-    *CPU,
-]
+from .conftest import SHORT, cli
 
 
 def usage_error(capsys, *args) -> tuple[int, str]:

@@ -14,19 +14,8 @@ from graph.lab import ARCHIVE_FILE
 from kernels.archive import Archive
 from kernels.problem import SEEDS_DIR
 
-from .conftest import CASSETTES, CPU, cli, read_summary
+from .conftest import SHORT, cli, read_summary
 
-SHORT = [
-    "--model",
-    f"replay:{CASSETTES / 'short.json'}",
-    "--avenues",
-    "3",
-    "--plans",
-    "3",
-    "--experiments-per-iteration",
-    "1",
-    *CPU,
-]
 SEED = (SEEDS_DIR / "fused_residual_norm.py").read_text()
 BEYOND = ("beyond_plausible", "speedup 1972.0x is beyond the plausible 10x")
 
