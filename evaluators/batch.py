@@ -39,6 +39,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="results folder (default runs/eval-<candidates folder name>)")
     p.add_argument("--sample", type=int, default=0, help="KernelBench sample id to take (default 0)")
     p.add_argument("--trials", type=int, default=3, help="correctness trials per candidate (at least 3)")
+    p.add_argument(
+        "--compile-baseline", action="store_true", help="also time torch.compile(reference); report fast_1 over it"
+    )
     return p.parse_args(argv)
 
 
@@ -145,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     executor = LocalExecutor(devices)
     try:
-        new = judge(problems, sources, out, executor, EvalOptions(trials=args.trials), console)
+        options = EvalOptions(trials=args.trials, compile_baseline=args.compile_baseline)
+        new = judge(problems, sources, out, executor, options, console)
     except KeyboardInterrupt:
         executor.close()
         console.print(f"interrupted; finished verdicts are in {out / RESULTS_FILE}; run again to continue")
@@ -156,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         for e in suite.problems
     ]
     title = f"Evaluate-only batch: {args.candidates.resolve().name} on {args.suite}"
-    path = write_suite_report(out, rows, suite=args.suite, machine_info=machine(executor.describe()), title=title)
+    info = machine(executor.describe())
+    path = write_suite_report(
+        out, rows, suite=args.suite, machine_info=info, title=title, compile_baseline=args.compile_baseline
+    )
     console.print(f"report: {path}")
     return 0
 

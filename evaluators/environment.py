@@ -37,6 +37,7 @@ def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str)
         "HF_HUB_OFFLINE": "1",
         "TRITON_CACHE_DIR": str(build_dir / "triton"),
         "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "TORCHINDUCTOR_CACHE_DIR": str(build_dir / "inductor"),  # the torch.compile baseline's kernels, per node
         "KS_CACHE_DIR": str(options.cache_dir),
     }
     if device == "cpu":

@@ -34,7 +34,7 @@ __all__ = ["EnvironmentFailure", "evaluate"]
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
     "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol",
-    "max_result_mb", "retained", "strict",
+    "max_result_mb", "retained", "strict", "compile_baseline",
 }  # fmt: skip
 
 

@@ -39,6 +39,9 @@ class EvalOptions(BaseModel):
     max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
     strict: bool = Field(False, description="a re-evaluation that checks every timed output, with more trials")
     retained: int = Field(4, ge=1, description="timed repetitions whose outputs are kept, at random, and checked")
+    compile_baseline: bool = Field(
+        False, description="also time torch.compile(reference) per benchmark shape and report the speedup over it"
+    )
     peak_tflops: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_TFLOPS"))
     peak_gbps: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_GBPS"))
     atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")

@@ -22,7 +22,7 @@ WARM_PER_DEVICE = 2
 # The options that change what the reference computes or how it is timed.
 REFERENCE_OPTIONS = {
     "seed", "trials", "atol", "rtol", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps",
-    "max_result_mb", "retained", "strict", "cache_dir", "pid_namespace", "timeout_s",
+    "max_result_mb", "retained", "strict", "cache_dir", "pid_namespace", "timeout_s", "compile_baseline",
 }  # fmt: skip
 
 

@@ -40,6 +40,8 @@ class ShapeResult(BaseModel):
     reps: int | None = None
     roofline_fraction: float | None = None
     roofline: Roofline | None = None
+    compiled_ms: float | None = Field(None, description="torch.compile(reference), when the baseline was asked for")
+    speedup_vs_compile: float | None = None
     message: str = ""
 
 
@@ -54,6 +56,11 @@ class EvalResult(BaseModel):
     speedup: float | None = None
     runtime_ms: float | None = None
     baseline_ms: float | None = None
+    speedup_vs_compile: float | None = Field(
+        None, description="geometric mean over benchmark shapes of torch.compile(reference) time / candidate time"
+    )
+    compiled_ms: float | None = Field(None, description="torch.compile(reference) at the first benchmark shape")
+    compile_baseline_error: str = Field("", description="why torch.compile(reference) could not be timed")
     spread: float | None = Field(None, description="interquartile range of the candidate's times / median")
     flags: list[Flag] = Field(default_factory=list)
     shapes: list[ShapeResult] = Field(default_factory=list)

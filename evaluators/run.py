@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, help="seconds allowed for each stage (build included)")
     parser.add_argument("--no-timing", action="store_true", help="check correctness only")
     parser.add_argument("--max-speedup", type=float, default=10.0, help="flag speedups beyond this")
+    parser.add_argument(
+        "--compile-baseline", action="store_true", help="also time torch.compile(reference): the speedup over it"
+    )
     args = parser.parse_args(argv)
     if args.trials < 3:
         parser.error("--trials must be at least 3")
@@ -45,6 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def options_from(args: argparse.Namespace) -> EvalOptions:
     """EvalOptions from the flags; a bad combination raises ValueError."""
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
+    fields["compile_baseline"] = args.compile_baseline
     if args.timeout is not None:
         fields |= {"timeout_s": args.timeout, "build_timeout_s": args.timeout}
     return EvalOptions(**fields)
@@ -60,6 +64,8 @@ def render(result: EvalResult, console: Console) -> None:
         table.add_row("candidate", f"{result.runtime_ms:.4g} ms (spread {result.spread:.1%})")
         table.add_row("reference", f"{result.baseline_ms:.4g} ms")
         table.add_row("speedup", f"{result.speedup:.3g}x  [{result.timing}]")
+        if result.speedup_vs_compile:
+            table.add_row("torch.compile", f"{result.compiled_ms:.4g} ms: {result.speedup_vs_compile:.3g}x over it")
         if result.roofline:
             roof = result.roofline
             fraction = f", {roof.fraction:.1%} of the {roof.bound} roofline" if roof.fraction else ""
@@ -70,6 +76,8 @@ def render(result: EvalResult, console: Console) -> None:
             f"{shape.runtime_ms:.4g} ms vs {shape.baseline_ms:.4g} ms, {shape.speedup:.3g}x" if shape.speedup else ""
         )
         console.print(f"  shape {shape.name} [{shape.kind}]: {shape.status} {timed}", markup=False, highlight=False)
+    if result.compile_baseline_error:
+        console.print(f"[yellow]no torch.compile baseline:[/] {result.compile_baseline_error}", highlight=False)
     for flag in result.flags:
         style = "bold red" if flag.severity == "hard" else "yellow"
         console.print(f"[{style}]{flag.severity} flag:[/] {flag.text}", markup=True, highlight=False)

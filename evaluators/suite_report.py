@@ -2,7 +2,8 @@
 
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
 p times faster than PyTorch eager (p = 0: correct). A problem that was not judged (no candidate, not started,
-an error) is a row like any other and counts as a failure, never dropped.
+an error) is a row like any other and counts as a failure, never dropped. When the torch.compile baseline was
+asked for, fast_1 and the geometric mean are also given over it; a row without that timing is not fast over it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class SuiteRow(BaseModel):
     key: str
     status: str
     speedup: float | None = None
+    speedup_vs_compile: float | None = None
     roofline_fraction: float | None = None
     tokens: int | None = None
     dollars: float | None = None
@@ -53,6 +55,7 @@ def row_from_result(key: str, result: EvalResult, wall_s: float | None = None, *
         key=key,
         status=result.status,
         speedup=result.speedup if result.status == "correct" else None,
+        speedup_vs_compile=result.speedup_vs_compile if result.status == "correct" else None,
         roofline_fraction=statistics.median(fractions) if fractions else None,
         wall_s=round(wall_s if wall_s is not None else result.stages.get("total", 0.0), 2),
         set_aside=result.set_aside,
@@ -67,8 +70,11 @@ def not_judged(key: str, reason: str, **fields) -> SuiteRow:
     return SuiteRow(key=key, status=NOT_JUDGED, message=reason, **fields)
 
 
-def summarize(rows: list[SuiteRow]) -> dict:
-    """fast_0/1/2, counts, the geometric-mean speedup over the trusted correct rows and the median roofline fraction."""
+def summarize(rows: list[SuiteRow], compile_baseline: bool = False) -> dict:
+    """fast_0/1/2, counts, the geometric-mean speedup over the trusted correct rows and the median roofline fraction.
+
+    With `compile_baseline`, also fast_1 and the geometric-mean speedup over torch.compile.
+    """
     total = len(rows)
     trusted = [r.speedup for r in rows if r.fast(0) and r.speedup]
     fractions = [r.roofline_fraction for r in rows if r.fast(0) and r.roofline_fraction is not None]
@@ -86,7 +92,15 @@ def summarize(rows: list[SuiteRow]) -> dict:
         "dollars": round(sum(r.dollars or 0.0 for r in rows), 6) if any(r.dollars is not None for r in rows) else None,
         "wall_s": round(sum(r.wall_s or 0.0 for r in rows), 1),
         "interpreter_timings": any(r.timing == "interpreter" for r in rows),
+        "compile_baseline": compile_baseline,
     }
+    if compile_baseline:
+        over = [r.speedup_vs_compile for r in rows if r.fast(0) and r.speedup_vs_compile]
+        summary |= {
+            "fast_1_over_compile": sum(s > 1.0 for s in over) / total if total else 0.0,
+            "geomean_speedup_over_compile": math.exp(statistics.fmean(map(math.log, over))) if over else None,
+            "geomean_over_compile": len(over),
+        }
     return summary
 
 
@@ -105,10 +119,12 @@ def machine(executor: str = "") -> dict:
     }
 
 
-def write_suite_report(out_dir: Path, rows: list[SuiteRow], *, suite: str, machine_info: dict, title: str) -> Path:
+def write_suite_report(
+    out_dir: Path, rows: list[SuiteRow], *, suite: str, machine_info: dict, title: str, compile_baseline: bool = False
+) -> Path:
     """Write suite.json, suite.md and speedup.svg under `out_dir`; returns suite.md's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarize(rows)
+    summary = summarize(rows, compile_baseline)
     report = {
         "title": title,
         "suite": suite,
@@ -148,18 +164,26 @@ def render_markdown(report: dict) -> str:
         f"- median fraction of the roofline: {roof}",
         f"- {cost}wall time: {s['wall_s']} s (sum over problems)",
     ]
+    if s["compile_baseline"]:
+        over = s["geomean_speedup_over_compile"]
+        lines.append(
+            f"- over torch.compile: fast_1 {s['fast_1_over_compile']:.1%}; geometric-mean speedup "
+            + (f"{over:.3g}x over {s['geomean_over_compile']} problems" if over else "none measured")
+        )
     if s["interpreter_timings"]:
         lines.append("- note: CPU timings come from Triton's interpreter; they are not GPU performance")
     lines += ["", "![speedup distribution](speedup.svg)", "", "## Problems", ""]
-    lines += [
-        "| problem | status | speedup | roofline | tokens | $ | wall s | set aside | note |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    compiled = s["compile_baseline"]
+    header = ["problem", "status", "speedup", *(["vs compile"] if compiled else []), "roofline", "tokens", "$"]
+    header += ["wall s", "set aside", "note"]
+    lines += ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     for row in report["rows"]:
+        over = row.get("speedup_vs_compile")
         cells = [
             row["key"],
             row["status"],
             f"{row['speedup']:.3g}x" if row["speedup"] is not None else "-",
+            *([f"{over:.3g}x" if over is not None else "-"] if compiled else []),
             f"{row['roofline_fraction']:.1%}" if row["roofline_fraction"] is not None else "-",
             row["tokens"] if row["tokens"] is not None else "-",
             f"{row['dollars']:.4f}" if row["dollars"] is not None else "-",

@@ -90,6 +90,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, marks, reference,
         result.flag("reference_timing", f"shape {shape_result.name}: {text}")
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
     shape_result.speedup = baseline / runtime if runtime > 0 else None
+    _apply_compiled(result, shape_result, reference[0].meta.get("compiled"), runtime)
     shape_result.reps = len(timing.meta["times_ms"])
     result.timing = timing.meta["label"]
     work, dtype = meta["shapes"][index]["roofline"], meta["shapes"][index]["dtype"]
@@ -100,6 +101,19 @@ def apply_shape_timing(result: EvalResult, index: int, timing, marks, reference,
     return True
 
 
+def _apply_compiled(result: EvalResult, shape_result: ShapeResult, compiled: dict | None, runtime: float) -> None:
+    """The torch.compile baseline at one shape, when it was asked for: its time and the speedup over it."""
+    if compiled is None:
+        return
+    if "error" in compiled:
+        result.compile_baseline_error = f"shape {shape_result.name}: torch.compile failed: {compiled['error']}"
+        return
+    # The reference's process measured it, so its median (plus side-stream work) needs no cross-check.
+    compiled_ms = statistics.median(compiled["times_ms"]) + compiled["side_stream_ms"]
+    shape_result.compiled_ms = compiled_ms
+    shape_result.speedup_vs_compile = compiled_ms / runtime if runtime > 0 else None
+
+
 def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
     """The summary over benchmark shapes: geometric-mean speedup, the first shape's times, and the flags."""
     timed = [s for s in result.shapes if s.kind == "benchmark" and s.speedup]
@@ -107,6 +121,10 @@ def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
     result.speedup = math.exp(sum(math.log(s.speedup) for s in timed) / len(timed))
     result.runtime_ms, result.baseline_ms, result.spread = first.runtime_ms, first.baseline_ms, first.spread
     result.reps, result.roofline = first.reps, first.roofline
+    over_compile = [s.speedup_vs_compile for s in timed if s.speedup_vs_compile]
+    if over_compile and len(over_compile) == len(timed):  # a geometric mean over some shapes only would mislead
+        result.speedup_vs_compile = math.exp(sum(map(math.log, over_compile)) / len(over_compile))
+        result.compiled_ms = first.compiled_ms
     fastest = max(timed, key=lambda s: s.speedup)
     if fastest.speedup > options.max_speedup:
         where = f" at shape {fastest.name}" if len(timed) > 1 else ""
@@ -130,6 +148,8 @@ def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
             f"correct on {len(result.shapes)} shapes: geometric-mean speedup {result.speedup:.3g}x "
             f"over {len(timed)} benchmark shapes"
         )
+    if result.speedup_vs_compile:
+        summary += f", {result.speedup_vs_compile:.3g}x over torch.compile"
     return finish(result, "correct", summary + label, "")
 
 

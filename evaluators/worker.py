@@ -80,8 +80,11 @@ class Session:
             retained_device=self.device if memory["retained_on_device"] else "cpu",
         )
 
-    def timed(self, model, shape: int, plan: TimingPlan) -> tuple[dict, dict]:
-        """Time `model` on fresh inputs at shape `shape` under the device's lock: facts, kept outputs by repetition."""
+    def timed(self, model, shape: int, plan: TimingPlan, mark=None) -> tuple[dict, dict]:
+        """Time `model` on fresh inputs at shape `shape` under the device's lock: facts, kept outputs by repetition.
+
+        `mark` receives the wall-clock window's marks (default: the parent, which cross-checks them).
+        """
         self.enter("lock")
         with device_lock(Path(self.job["cache_dir"]), device_key(self.device)):
             self.enter("timing")
@@ -91,7 +94,7 @@ class Session:
                     lambda seed: self.runtime.inputs(seed, "normal"),
                     plan,
                     self.clocks,
-                    self.channel.mark,
+                    mark or self.channel.mark,
                     self.job["nonce"],
                     shape,
                 )
@@ -199,6 +202,8 @@ def run_reference(session: Session) -> None:
         elif command["cmd"] == "time":
             model = runtime.reference(job["seed"])
             facts, _ = session.timed(model, shape, session.timing_plan(memory, 0, False))
+            if job["compile_baseline"]:
+                facts["compiled"] = compiled_baseline(session, model, shape, memory)
             del model
             if device == "cuda":
                 torch.cuda.empty_cache()  # the timing sets go back to the driver, for the candidate
@@ -208,6 +213,27 @@ def run_reference(session: Session) -> None:
             session.send("comparison", {"checks": check_reps(session, command, directory, atol, rtol, memory)})
         else:
             raise RuntimeError(f"unknown command {command['cmd']!r}")
+
+
+def compiled_baseline(session: Session, model, shape: int, memory: dict) -> dict:
+    """torch.compile(reference) timed like the reference: its times, or why it could not be compiled.
+
+    The reference is trusted code, so a failure here is torch's, reported beside the verdict, never the candidate's.
+    """
+    session.enter("build")  # compiling may take minutes: the build stage's limit applies
+    torch._dynamo.reset()  # each shape compiles afresh and static, as a single-shape benchmark would
+    try:
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            compiled(*session.runtime.inputs(session.job["seed"], "normal"))  # compiles here, outside the timing
+        facts, _ = session.timed(compiled, shape, session.timing_plan(memory, 0, False), mark=lambda _: None)
+    except Exception as exc:
+        first = next(iter(str(exc).splitlines()), "")
+        return {"error": f"{type(exc).__name__}: {first[:300]}"}
+    finally:
+        if session.device == "cuda":
+            torch.cuda.empty_cache()
+    return {"times_ms": facts["times_ms"], "side_stream_ms": facts["side_stream_ms"]}
 
 
 def check_reps(session: Session, command: dict, directory: Path, atol, rtol, memory: dict) -> list:

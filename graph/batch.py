@@ -58,6 +58,11 @@ def parser() -> OneLineParser:
     p.add_argument("--max-debug-attempts", type=natural_int, help="debugger rounds per candidate (default 2)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: every GPU, else cpu")
     p.add_argument("--retrieval", choices=("hybrid", "lexical"), help="literature search mode (default hybrid)")
+    p.add_argument("--avenues", type=positive_int, help="broad avenues the designer names per iteration (default 10)")
+    p.add_argument("--plans", type=positive_int, help="concrete plans it writes on them (default 5)")
+    p.add_argument(
+        "--compile-baseline", action="store_true", help="also time torch.compile(reference); report fast_1 over it"
+    )
     p.add_argument("--out", type=Path, help="batch folder (default runs/batch-<suite folder name>)")
     return p
 
@@ -83,10 +88,10 @@ def run_command(job: Job, args, slot: str, dollars_left: float | None) -> list[s
         return [*command, "--resume", job.run_dir.name, "--iterations", str(args.budget), *budget]
     command += ["--problem", str(job.entry.path), "--model", args.model, "--iterations", str(args.budget)]
     command += ["--device", "cpu" if slot == "cpu" else "cuda", *budget]
-    for flag in ("experiments_per_iteration", "max_debug_attempts", "retrieval"):
+    for flag in ("experiments_per_iteration", "max_debug_attempts", "retrieval", "avenues", "plans"):
         if getattr(args, flag) is not None:
             command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    return command
+    return command + (["--compile-baseline"] if args.compile_baseline else [])
 
 
 def start(job: Job, args, slot: str, dollars_left: float | None) -> None:
@@ -211,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 130
     console.line()
     rows = [suite_row(job.entry.key, job.run_dir, job.reason or f"not run ({job.state})") for job in jobs]
+    title = f"Scientist batch on {args.suite}"
     path = write_suite_report(
-        out, rows, suite=args.suite, machine_info=machine(executor), title=f"Scientist batch on {args.suite}"
+        out, rows, suite=args.suite, machine_info=machine(executor), title=title, compile_baseline=args.compile_baseline
     )
     console.print(f"report: {path}")
     return code

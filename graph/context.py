@@ -57,6 +57,9 @@ class RunContext:
     tree_epsilon: float = field(
         default=0.2, metadata={"description": "The tree strategy's exploration rate, raised while the best stalls."}
     )
+    compile_baseline: bool = field(
+        default=False, metadata={"description": "Also time torch.compile(reference): speedups over it are reported."}
+    )
     profile: bool = field(default=True, metadata={"description": "Profile each base (ncu / rocprofv3) if present."})
     passages_per_query: int = field(default=3, metadata={"description": "Literature passages kept per query."})
     run_dir: str = field(default="", metadata={"description": "Where the archive and report go (default runs/<id>)."})

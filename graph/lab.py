@@ -10,6 +10,7 @@ from secrets import token_hex
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
 from evaluators.executor import Executor, make_executor
+from evaluators.options import EvalOptions
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
 from kernels.problem import Problem, load_problem
@@ -65,6 +66,7 @@ def run_device(ctx: RunContext) -> str:
 def evaluate(ctx: RunContext, problem: Problem | str, source: str, device: str, options=None) -> dict:
     """Submit one evaluation to the run's executor and wait for it; the EvalResult as a dict."""
     problem = problem if isinstance(problem, Problem) else load_problem(problem)
+    options = options or EvalOptions(compile_baseline=ctx.compile_baseline)
     return executor(ctx, device).submit(problem, source, options).result().model_dump()
 
 

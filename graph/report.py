@@ -73,6 +73,7 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
         "baseline_ms": seed.eval.get("baseline_ms") if seed else None,
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
+        "best_speedup_vs_compile": best.eval.get("speedup_vs_compile") if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
         "set_aside": [{"id": r.id, "speedup": r.speedup, "reason": r.set_aside} for r in archive.set_aside()],
         "cleared_by_strict": [r.id for r in archive.records if r.cleared_by_strict],
@@ -96,6 +97,8 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
     """The human report: headline, method, plot, lineage tree, who was set aside, designs, findings and the notebook."""
     best = summary["best_speedup"]
     headline = f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none"
+    if summary.get("best_speedup_vs_compile"):
+        headline += f", {summary['best_speedup_vs_compile']:.4g}x over torch.compile"
     if summary["set_aside"]:
         headline += f" ({len(summary['set_aside'])} set aside by anti-cheat flags, not counted: see below)"
     lines = [

@@ -73,6 +73,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tree-epsilon", type=fraction, help="the tree strategy's exploration rate (default 0.2)")
     p.add_argument(
+        "--compile-baseline",
+        action="store_const",
+        const=True,
+        help="also time torch.compile(reference); the report gives the best kernel's speedup over it",
+    )
+    p.add_argument(
         "--no-profile", dest="profile", action="store_const", const=False, help="skip ncu / rocprofv3 on each base"
     )
     return p

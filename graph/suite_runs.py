@@ -89,6 +89,7 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         key=key,
         status="correct",
         speedup=best.speedup,
+        speedup_vs_compile=best.eval.get("speedup_vs_compile"),
         roofline_fraction=statistics.median(fractions) if fractions else None,
         wall_s=wall,
         set_aside=best.eval.get("set_aside"),

@@ -118,3 +118,14 @@ def test_reference_candidates_script_writes_each_reference_in_its_form(tmp_path)
     assert relu.endswith("class ModelNew(Model):\n    pass\n")
     assert script.main(["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'problems'}", "--out", str(tmp_path)]) == 0
     assert "return ref_kernel(data)" in (tmp_path / "row-scale.py").read_text()
+
+
+def test_a_batch_with_the_compile_baseline_reports_speedups_over_it(tmp_path):
+    out = tmp_path / "out"
+    args = ["--suite", KERNELBENCH, "--problems", "level1/1_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out), "--compile-baseline"]) == 0
+    (row,) = report(out)["rows"]
+    assert row["status"] == "correct" and row["speedup_vs_compile"] > 0
+    summary = report(out)["summary"]
+    assert summary["compile_baseline"] and summary["geomean_over_compile"] == 1
+    assert "| problem | status | speedup | vs compile |" in (out / "suite.md").read_text()

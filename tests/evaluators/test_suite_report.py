@@ -75,3 +75,19 @@ def test_report_files(tmp_path):
     svg = ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
     labels = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
     assert "set aside" in labels and "failed" in labels and "1-2x" in labels
+
+
+def test_fast_1_and_geomean_over_torch_compile_on_a_hand_checked_table(tmp_path):
+    # Over compile: a 2.0, b 0.5, e 1.0 (not more than 1), f set aside (counts nowhere), c has no compile timing.
+    over = {"a": 2.0, "b": 0.5, "e": 1.0, "f": 8.0}
+    table = [row.model_copy(update={"speedup_vs_compile": over.get(row.key)}) for row in rows()]
+    summary = summarize(table, compile_baseline=True)
+    assert summary["fast_1_over_compile"] == pytest.approx(0.1)  # a alone, of 10
+    assert summary["geomean_over_compile"] == 3
+    assert summary["geomean_speedup_over_compile"] == pytest.approx(1.0)  # (2 * 0.5 * 1) ** (1/3)
+    assert "fast_1_over_compile" not in summarize(table)
+    machine = {"gpu": None, "gpus": 0, "cpu": "c", "torch": "2.x", "python": "3.11", "executor": "local: cpu"}
+    path = write_suite_report(tmp_path, table, suite="s", machine_info=machine, title="T", compile_baseline=True)
+    markdown = path.read_text()
+    assert "- over torch.compile: fast_1 10.0%; geometric-mean speedup 1x over 3 problems" in markdown
+    assert "| a | correct | 3x | 2x |" in markdown and "| c | correct | 1x | - |" in markdown

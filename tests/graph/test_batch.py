@@ -9,6 +9,7 @@ import pytest
 from graph import batch
 from graph.lab import ARCHIVE_FILE
 from kernels.archive import Archive
+from kernels.suite import load_suite
 
 from .conftest import CASSETTES
 
@@ -95,3 +96,13 @@ def test_bad_usage_is_one_line_and_exit_2(args, says, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_a_new_run_gets_the_batchs_designer_counts_and_compile_baseline(tmp_path):
+    args = batch.parser().parse_args(
+        ["--suite", str(SUITE), "--avenues", "4", "--plans", "2", "--compile-baseline", "--model", "replay:x"]
+    )
+    job = batch.Job(entry=load_suite(str(SUITE)).problems[0], run_dir=tmp_path / "run")
+    command = batch.run_command(job, args, "cpu", None)
+    assert command[command.index("--avenues") + 1] == "4" and command[command.index("--plans") + 1] == "2"
+    assert "--compile-baseline" in command

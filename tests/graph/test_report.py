@@ -128,3 +128,19 @@ def test_report_says_where_replayed_answers_came_from(tmp_path):
     assert "authored by hand" in replay_note(f"replay:{authored}")
     assert "recorded from google_genai:x at 2026-11-01" in replay_note(f"replay:{recorded}")
     assert "no longer readable" in replay_note(f"replay:{tmp_path / 'gone.json'}")
+
+
+def test_the_headline_gives_the_speedup_over_torch_compile_when_it_was_measured(tmp_path):
+    archive = _archive(tmp_path)
+    archive.add(
+        CandidateRecord(
+            id="c0004", parent_id="c0002", iteration=2, source="faster", status="correct", speedup=0.004,
+            experiment={"title": "tile"}, eval={"timing": "interpreter", "speedup_vs_compile": 0.5},
+        )
+    )  # fmt: skip
+    write_report(tmp_path, {"problem": "p", "device": "cpu", "iteration": 2}, RunContext(compile_baseline=True))
+    assert json.loads((tmp_path / "summary.json").read_text())["best_speedup_vs_compile"] == 0.5
+    assert (
+        "- best: c0004 at 0.004x over the PyTorch reference, 0.5x over torch.compile"
+        in (tmp_path / "report.md").read_text()
+    )
