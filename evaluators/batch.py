@@ -3,7 +3,8 @@
 Candidates are matched to problems by file name: KernelBench's `level_L_problem_N_sample_S_kernel.py` (as its
 eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`.
 Verdicts go to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md
-and OUT/suite.json. Exit 0 when it ran (whatever the verdicts); 2 for bad usage or a broken problem; 130 when
+and OUT/suite.json. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran
+(whatever the verdicts); 2 for bad usage, a broken problem or a cluster that cannot be joined; 130 when
 interrupted (what finished is kept).
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from evaluators.executor import LocalExecutor, local_devices
+from evaluators.executor import ClusterError, Executor, cluster_spec, make_executor
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
 from evaluators.suite_report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
@@ -36,6 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", required=True, type=Path, help="folder of candidate files, matched by name")
     p.add_argument("--problems", help="ids, ranges and name patterns, e.g. 1-20,23,*ReLU*")
     p.add_argument("--device", default="auto", help="auto (every GPU, one evaluation each), cpu, cuda or cuda:N")
+    p.add_argument("--cluster", type=_cluster, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT")
     p.add_argument("--out", type=Path, help="results folder (default runs/eval-<candidates folder name>)")
     p.add_argument("--sample", type=int, default=0, help="KernelBench sample id to take (default 0)")
     p.add_argument("--trials", type=int, default=3, help="correctness trials per candidate (at least 3)")
@@ -43,6 +45,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--compile-baseline", action="store_true", help="also time torch.compile(reference); report fast_1 over it"
     )
     return p.parse_args(argv)
+
+
+def _cluster(text: str) -> str:
+    try:
+        return cluster_spec(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def candidate_file(problem: SuiteProblem, folder: Path, sample: int = 0) -> Path | None:
@@ -85,7 +94,7 @@ def judge(
     problems: dict[str, Problem],
     sources: dict[str, str],
     out: Path,
-    executor: LocalExecutor,
+    executor: Executor,
     options: EvalOptions,
     console: Console,
 ) -> dict[str, SuiteRow]:
@@ -133,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"candidates folder not found: {args.candidates}")
         suite = load_suite(args.suite, args.problems)
         problems = suite.load_all()
-        devices = local_devices(args.device)
-    except (SuiteError, ProblemError, ValueError) as error:
+        executor = make_executor(args.cluster, args.device)
+    except (SuiteError, ProblemError, ValueError, ClusterError) as error:
         print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     out = args.out or Path("runs") / f"eval-{args.candidates.resolve().name}"
@@ -146,21 +155,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(suite.problems)} problems from {args.suite}: {len(done)} already judged, {len(sources)} to judge, "
         f"{sum(path is None for path in files.values())} without a candidate -> {out}"
     )
-    executor = LocalExecutor(devices)
+    where = executor.describe()
     try:
         options = EvalOptions(trials=args.trials, compile_baseline=args.compile_baseline)
         new = judge(problems, sources, out, executor, options, console)
     except KeyboardInterrupt:
-        executor.close()
         console.print(f"interrupted; finished verdicts are in {out / RESULTS_FILE}; run again to continue")
         return 130
-    executor.close()
+    finally:
+        executor.close()
     rows = [
         done.get(e.key) or new.get(e.key) or not_judged(e.key, f"no candidate file in {args.candidates}")
         for e in suite.problems
     ]
     title = f"Evaluate-only batch: {args.candidates.resolve().name} on {args.suite}"
-    info = machine(executor.describe())
+    info = machine(where)
     path = write_suite_report(
         out, rows, suite=args.suite, machine_info=info, title=title, compile_baseline=args.compile_baseline
     )

@@ -1,10 +1,12 @@
 """`python -m graph.batch --suite SPEC`: run the scientist on every problem of a suite, then write the suite report.
 
 Each problem is an ordinary `python -m graph.run` run in its own process and directory (OUT/runs/<key>), one per
-GPU at a time (on the CPU, one at a time). A re-run skips finished problems and resumes interrupted ones from
-their checkpoints. `--max-dollars` caps the whole batch: once the runs have spent it, no new problem starts (each
-run is also told the budget left when it starts). Exit 0 when the batch ran, 2 for bad usage or a broken
-problem, 130 when interrupted (every run keeps its checkpoints).
+GPU at a time (on the CPU, one at a time). With `--cluster`, the batch joins (or starts) the Ray cluster first,
+every run sends its evaluations there, and as many runs go at once as the cluster has GPUs (`--parallel`).
+A re-run skips finished problems and resumes interrupted ones from their checkpoints. `--max-dollars` caps the
+whole batch: once the runs have spent it, no new problem starts (each run is also told the budget left when it
+starts). Exit 0 when the batch ran, 2 for bad usage, a broken problem or a cluster that cannot be joined, 130
+when interrupted (every run keeps its checkpoints).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from rich.table import Table
 
 from agents.models import DEFAULT_MODEL
 from evaluators.environment import REPO_ROOT, visible_device_env
+from evaluators.executor import ClusterError, Executor, make_executor
 from evaluators.suite_report import machine, write_suite_report
-from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
+from graph.run import OneLineParser, check_model_spec, cluster_arg, natural_int, positive_float, positive_int
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
 
+CLUSTER_SLOT = "ray"  # a run slot whose evaluations go to the cluster, not to a GPU of this host
 POLL_S = 0.5
 SPEND_EVERY_S = 2.0  # how often running runs' checkpoints are read for the live table and the dollar cap
 
@@ -63,8 +67,39 @@ def parser() -> OneLineParser:
     p.add_argument(
         "--compile-baseline", action="store_true", help="also time torch.compile(reference); report fast_1 over it"
     )
+    p.add_argument(
+        "--cluster",
+        type=cluster_arg,
+        help="where the runs' evaluations go: local (default), ray, auto, ray://HOST:PORT",
+    )
+    p.add_argument("--parallel", type=positive_int, help="runs at once (default: one per GPU, local or the cluster's)")
     p.add_argument("--out", type=Path, help="batch folder (default runs/batch-<suite folder name>)")
     return p
+
+
+@dataclass
+class Cluster:
+    """The cluster the batch joined: held open for the batch (a Ray it started lives as long), and how runs join."""
+
+    executor: Executor
+    flag: str  # the runs' --cluster: the user's ray://HOST:PORT, else "auto" with RAY_ADDRESS set
+    address: str | None  # RAY_ADDRESS for the runs
+
+    @property
+    def gpus(self) -> int:
+        import ray
+
+        return int(ray.cluster_resources().get("GPU", 0))
+
+
+def join_cluster(spec: str, device: str) -> Cluster:
+    """Join (or start) the cluster now, before any run spends an LLM call; ClusterError when it cannot be used."""
+    executor = make_executor(spec, device)
+    if spec.startswith("ray://"):
+        return Cluster(executor, spec, None)
+    import ray
+
+    return Cluster(executor, "auto", ray.get_runtime_context().gcs_address)
 
 
 def slots(device: str) -> list[str]:
@@ -80,30 +115,34 @@ def slots(device: str) -> list[str]:
     return ["cpu"]
 
 
-def run_command(job: Job, args, slot: str, dollars_left: float | None) -> list[str]:
+def run_command(job: Job, args, slot: str, dollars_left: float | None, cluster: Cluster | None = None) -> list[str]:
     """graph.run's command line: resume a started run, else start it with the batch's settings."""
     command = [sys.executable, "-m", "graph.run", "--out", str(job.run_dir)]
     budget = ["--max-dollars", f"{job.spend.dollars + dollars_left:.6f}"] if dollars_left is not None else []
+    budget += ["--cluster", cluster.flag] if cluster else []
     if is_started(job.run_dir):
         return [*command, "--resume", job.run_dir.name, "--iterations", str(args.budget), *budget]
     command += ["--problem", str(job.entry.path), "--model", args.model, "--iterations", str(args.budget)]
-    command += ["--device", "cpu" if slot == "cpu" else "cuda", *budget]
+    device = {"cpu": "cpu", CLUSTER_SLOT: args.device}.get(slot, "cuda")
+    command += ["--device", device, *budget]
     for flag in ("experiments_per_iteration", "max_debug_attempts", "retrieval", "avenues", "plans"):
         if getattr(args, flag) is not None:
             command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     return command + (["--compile-baseline"] if args.compile_baseline else [])
 
 
-def start(job: Job, args, slot: str, dollars_left: float | None) -> None:
+def start(job: Job, args, slot: str, dollars_left: float | None, cluster: Cluster | None = None) -> None:
     """Start the problem's run in its own process, pinned to its GPU, its output in the run's batch.log."""
     job.run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    if slot != "cpu":
+    if slot.isdigit():
         env |= visible_device_env(int(slot))
+    if cluster and cluster.address:
+        env["RAY_ADDRESS"] = cluster.address
     log = (job.run_dir / "batch.log").open("a")
-    command = run_command(job, args, slot, dollars_left)
+    command = run_command(job, args, slot, dollars_left, cluster)
     job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     log.close()
     job.state, job.slot, job.started = "running", slot, time.monotonic()
@@ -138,7 +177,7 @@ def table(jobs: list[Job], cap: float | None) -> Table:
         view.add_column(column)
     for job in jobs:
         best = f"{job.spend.best:.3g}x" if job.spend.best is not None else "-"
-        device = {None: "-", "cpu": "cpu"}.get(job.slot, f"cuda:{job.slot}")
+        device = {None: "-", "cpu": "cpu", CLUSTER_SLOT: "cluster"}.get(job.slot, f"cuda:{job.slot}")
         elapsed = f"{time.monotonic() - job.started:.0f}s" if job.state == "running" else ""
         style = {"finished": "green", "running": "bold", "failed": "red", "interrupted": "yellow"}.get(job.state)
         cells = [job.entry.key, job.state, device, str(job.spend.iteration), best, str(job.spend.tokens)]
@@ -146,7 +185,7 @@ def table(jobs: list[Job], cap: float | None) -> Table:
     return view
 
 
-def schedule(jobs: list[Job], args, free: list[str], console: Console) -> None:
+def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: Cluster | None = None) -> None:
     """Start queued runs on free slots until all are done; the dollar cap stops new starts."""
     last_read = 0.0
     with Live(table(jobs, args.max_dollars), console=console, refresh_per_second=2) as live:
@@ -168,7 +207,7 @@ def schedule(jobs: list[Job], args, free: list[str], console: Console) -> None:
                     job.state, job.reason = "not started", f"batch dollar cap ${args.max_dollars:.2f} reached"
                     continue
                 left = args.max_dollars - spent if args.max_dollars is not None else None
-                start(job, args, free.pop(0), left)
+                start(job, args, free.pop(0), left, cluster)
             live.update(table(jobs, args.max_dollars))
             time.sleep(POLL_S)
 
@@ -188,9 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         suite = load_suite(args.suite, args.problems)
         suite.load_all()
-        free = slots(args.device)
-    except (SuiteError, ProblemError, ValueError) as error:
+        cluster = join_cluster(args.cluster, args.device) if args.cluster not in (None, "local") else None
+        free = slots(args.device) if cluster is None else [CLUSTER_SLOT] * max(1, cluster.gpus)
+    except (SuiteError, ProblemError, ValueError, ClusterError) as error:
         p.error(str(error).splitlines()[0])
+    if args.parallel:
+        free = (free * args.parallel)[: args.parallel]
     out = args.out or Path("runs") / f"batch-{suite.root.name}"
     jobs = [Job(entry, out / "runs" / run_dir_name(entry.key)) for entry in suite.problems]
     for job in jobs:
@@ -203,9 +245,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(job.state == 'finished' for job in jobs)} finished before, {resumed} to resume -> {out}"
     )
     executor = f"local: {len(free)} slot(s) ({', '.join(free)}), one problem each"
+    if cluster:
+        executor = f"{len(free)} run(s) at once, evaluations on {cluster.executor.describe()}"
     code = 0
     try:
-        schedule(jobs, args, free, console)
+        schedule(jobs, args, free, console, cluster)
     except KeyboardInterrupt:
         # The runs got the same interrupt: each saves its checkpoints and exits 130.
         for job in jobs:
@@ -214,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
                 finish(job)
         console.print("interrupted; run the same command again to continue")
         code = 130
+    finally:
+        if cluster:
+            cluster.executor.close()
     console.line()
     rows = [suite_row(job.entry.key, job.run_dir, job.reason or f"not run ({job.state})") for job in jobs]
     title = f"Scientist batch on {args.suite}"

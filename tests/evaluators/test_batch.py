@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,12 @@ def test_a_batch_with_the_compile_baseline_reports_speedups_over_it(tmp_path):
     summary = report(out)["summary"]
     assert summary["compile_baseline"] and summary["geomean_over_compile"] == 1
     assert "| problem | status | speedup | vs compile |" in (out / "suite.md").read_text()
+
+
+def test_a_cluster_that_cannot_be_joined_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # Ray absent: the default path never needs it
+    monkeypatch.delitem(sys.modules, "evaluators.ray_executor", raising=False)
+    args = ["--suite", KERNELBENCH, "--candidates", str(CANDIDATES), "--cluster", "ray", "--out", str(tmp_path)]
+    assert batch.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs Ray: pip install" in err

@@ -3,6 +3,7 @@
 A module-scoped Ray (no GPU resources, no dashboard) serves every test; each CPU evaluation takes seconds.
 """
 
+import json
 import os
 import signal
 import socket
@@ -184,3 +185,19 @@ def test_a_killed_driver_resumes_with_nothing_lost_or_counted_twice(local_ray, t
     keys = set(Journal(journal).results)
     assert not judged_first & set(pending), "an evaluation judged before the kill was submitted again"
     assert len(lines) == len(keys) == 6 and keys == judged_first | set(pending)
+
+
+def test_an_evaluate_only_batch_runs_on_the_cluster(local_ray, tmp_path):
+    from evaluators import batch
+
+    fixtures = REPO / "tests" / "kernels" / "fixtures" / "kernelbench"
+    out = tmp_path / "out"
+    args = ["--suite", f"kernelbench:{fixtures}", "--problems", "level1/2_*", "--candidates"]
+    args += [str(HERE / "batch_candidates"), "--device", "cpu", "--cluster", "ray", "--out", str(out)]
+    assert batch.main(args) == 0
+    report = json.loads((out / "suite.json").read_text())
+    assert report["machine"]["executor"].startswith("ray (ray): 1 node(s)")
+    (row,) = report["rows"]
+    assert row["status"] == "correct", row["message"]
+    (line,) = (out / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["result"]["node"] == socket.gethostname()

@@ -1,6 +1,7 @@
 """The scientist over a suite (graph.batch) on an authored cassette: two problems, a stop and a resume, the cap."""
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 
@@ -106,3 +107,30 @@ def test_a_new_run_gets_the_batchs_designer_counts_and_compile_baseline(tmp_path
     command = batch.run_command(job, args, "cpu", None)
     assert command[command.index("--avenues") + 1] == "4" and command[command.index("--plans") + 1] == "2"
     assert "--compile-baseline" in command
+
+
+def test_an_unreachable_cluster_is_one_line_before_any_run_starts(tmp_path, capsys):
+    pytest.importorskip("ray")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(SystemExit) as exit_:
+        batch.main(["--suite", str(SUITE), "--model", "x:y", "--cluster", f"ray://127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "cannot reach the Ray cluster" in err
+
+
+def test_a_batch_on_a_local_ray_sends_every_runs_evaluations_there(tmp_path):
+    pytest.importorskip("ray")
+    cassette, out = tmp_path / "cassette.json", tmp_path / "out"
+    write_cassette(cassette, iterations=1)
+    # The batch starts a local Ray; each run joins it through RAY_ADDRESS, one run per GPU (here: one at a time).
+    assert run_batch(cassette, out, "--budget", "1", "--problems", "relu_vector", "--cluster", "ray") == 0
+    (row,) = rows(out).values()
+    assert row["status"] == "correct", row["message"]
+    run_dir = out / "runs" / "relu_vector"
+    assert json.loads((run_dir / "summary.json").read_text())["evaluations"].startswith("ray (auto): 1 node(s)")
+    evaluated = [r.eval for r in Archive(run_dir / ARCHIVE_FILE).records if r.eval]
+    assert evaluated and all(e["node"] == socket.gethostname() for e in evaluated)
+    machine = json.loads((out / "suite.json").read_text())["machine"]
+    assert machine["executor"].startswith("1 run(s) at once, evaluations on ray (ray): 1 node(s)")
