@@ -37,7 +37,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", required=True, type=Path, help="folder of candidate files, matched by name")
     p.add_argument("--problems", help="ids, ranges and name patterns, e.g. 1-20,23,*ReLU*")
     p.add_argument("--device", default="auto", help="auto (every GPU, one evaluation each), cpu, cuda or cuda:N")
-    p.add_argument("--cluster", type=_cluster, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT")
+    p.add_argument(
+        "--cluster", type=_cluster, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
+    )
     p.add_argument("--out", type=Path, help="results folder (default runs/eval-<candidates folder name>)")
     p.add_argument("--sample", type=int, default=0, help="KernelBench sample id to take (default 0)")
     p.add_argument("--trials", type=int, default=3, help="correctness trials per candidate (at least 3)")

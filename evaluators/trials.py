@@ -6,7 +6,13 @@ import torch
 
 from kernels.inputs import DISTRIBUTIONS
 
-_EQUAL = torch.equal  # bound at import, before candidate code can replace torch.equal
+# Bound at import, before candidate code can replace them: a patched Tensor.detach or .to could otherwise finish
+# deferred work at the moment the harness reads an output, outside every timed window.
+_EQUAL = torch.equal
+_DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
+_TENSOR = torch.tensor
+_DISPATCH_MODES, _FUNCTION_MODES = torch._C._len_torch_dispatch_stack, torch._C._len_torch_function_stack
+_DISPATCH_AT, _FUNCTION_AT = torch._C._get_dispatch_stack_at, torch._C._get_function_stack_at
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -15,9 +21,24 @@ def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:
     return [(seed + 1000 * (i + 1), DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(trials)]
 
 
+class HarnessTampering(RuntimeError):
+    """The candidate left something behind that would run inside the harness's own reads of its outputs."""
+
+
+def check_no_modes() -> None:
+    """After a candidate call: no torch dispatch or function mode may stay active to intercept what follows."""
+    active = [type(_DISPATCH_AT(i)).__name__ for i in range(_DISPATCH_MODES())]
+    active += [type(_FUNCTION_AT(i)).__name__ for i in range(_FUNCTION_MODES())]
+    if active:
+        raise HarnessTampering(
+            f"the candidate left torch mode(s) {active} active after its call (torch.set_default_device is one): "
+            "they would run inside the harness's reads of its outputs; leave every mode before returning"
+        )
+
+
 def copies(inputs: list) -> list:
     """Fresh copies for one call, so what the callee does to them cannot reach the originals."""
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    return [_CLONE(x) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def fingerprints(inputs: list, chunk: int) -> list:
@@ -27,7 +48,7 @@ def fingerprints(inputs: list, chunk: int) -> list:
         if not isinstance(x, torch.Tensor):
             prints.append(None)
             continue
-        flat = x.detach().reshape(-1)
+        flat = _DETACH(x).reshape(-1)
         flat = flat.view(_BITS[flat.element_size()]) if flat.element_size() in _BITS else flat
         plain, weighted = 0, 0
         for lo in range(0, flat.numel(), chunk):
@@ -67,14 +88,15 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def flatten_outputs(output, device: str = "cpu") -> list[torch.Tensor]:
     """The result of forward as a list of plain tensors, copied to `device`; raises TypeError for anything else."""
+    check_no_modes()
     items = list(output) if isinstance(output, (tuple, list)) else [output]
     flat = []
     for i, item in enumerate(items):
         if isinstance(item, (int, float, bool)):
-            item = torch.tensor(item)
+            item = _TENSOR(item)
         if type(item) is not torch.Tensor:
             raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
-        flat.append(item.detach().to(device, copy=True).contiguous())
+        flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)))
     return flat
 
 

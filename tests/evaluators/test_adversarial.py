@@ -30,6 +30,10 @@ VERDICTS = [
     ("os_exit", "runtime_error", "exited with status 0 before finishing", None),
     ("hang", "timeout", "correctness stage exceeded its 3 s limit", None),
     ("forge_report", "runtime_error", "sent a report that is not JSON", None),
+    # Deferred work, finished by a patched function as the harness reads the output: it reads with bound functions.
+    ("defer_to_detach", "incorrect", "512 NaN and 0 Inf where the reference is finite", "replaces torch.Tensor.detach"),
+    ("defer_to_save", "incorrect", "512 NaN and 0 Inf where the reference is finite", "replaces torch.save"),
+    ("defer_via_dispatch_mode", "runtime_error", "left torch mode(s) ['_FinishOnCopy'] active after its call", None),
 ]
 
 

@@ -95,6 +95,15 @@ def test_output_caches_are_incorrect_on_the_gpu(run_gpu, name):
     assert "timed repetition" in result.message or "trial" in result.message
 
 
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [("defer_to_detach", "incorrect"), ("defer_to_save", "incorrect"), ("defer_via_dispatch_mode", "runtime_error")],
+)
+def test_work_deferred_to_the_harness_reads_is_never_finished_there_on_the_gpu(run_gpu, name, status):
+    result = run_gpu(name)
+    assert result.status == status, result.message
+
+
 def test_a_cache_keyed_on_sampled_elements_gains_nothing_on_the_gpu(run_gpu):
     result = run_gpu("cache_by_fingerprint")
     assert result.status == "correct", result.message
