@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from evaluators.trials import check_no_modes, flatten_outputs
+from evaluators.integrity import check
+from evaluators.trials import flatten_outputs
 
 
 class Clocks:
@@ -146,6 +147,7 @@ class _Timer:
             self.call(sets[i % len(sets)])
         self.clocks.sync()
         self.mark("wall:end")
+        check()
 
 
 class _InterpreterTimer(_Timer):
@@ -159,7 +161,7 @@ class _InterpreterTimer(_Timer):
             start = self.clocks.now()
             output = self.call(args)
             times.append((self.clocks.now() - start) * 1e3)
-            check_no_modes()
+            check()
             if self.plan.retain:
                 reservoir.offer(rep, output)
         wall_calls = 2
@@ -192,7 +194,7 @@ class _CudaTimer(_Timer):
             clocks.record(starts[rep])
             output = self.call(args)
             clocks.record(ends[rep])
-            check_no_modes()  # a mode left active could finish deferred work in the next draw or flush, untimed
+            check()  # nothing the candidate left behind may run in the next draw or flush, untimed
             if plan.retain:
                 reservoir.offer(rep, output)
             del output

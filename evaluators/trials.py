@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from evaluators.integrity import check
 from kernels.inputs import DISTRIBUTIONS
 
 # Bound at import, before candidate code can replace them: a patched Tensor.detach or .to could otherwise finish
@@ -11,29 +12,12 @@ from kernels.inputs import DISTRIBUTIONS
 _EQUAL = torch.equal
 _DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
 _TENSOR = torch.tensor
-_DISPATCH_MODES, _FUNCTION_MODES = torch._C._len_torch_dispatch_stack, torch._C._len_torch_function_stack
-_DISPATCH_AT, _FUNCTION_AT = torch._C._get_dispatch_stack_at, torch._C._get_function_stack_at
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:
     """(seed, distribution) per trial: distinct seeds, and the non-normal distributions in the first three."""
     return [(seed + 1000 * (i + 1), DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(trials)]
-
-
-class HarnessTampering(RuntimeError):
-    """The candidate left something behind that would run inside the harness's own reads of its outputs."""
-
-
-def check_no_modes() -> None:
-    """After a candidate call: no torch dispatch or function mode may stay active to intercept what follows."""
-    active = [type(_DISPATCH_AT(i)).__name__ for i in range(_DISPATCH_MODES())]
-    active += [type(_FUNCTION_AT(i)).__name__ for i in range(_FUNCTION_MODES())]
-    if active:
-        raise HarnessTampering(
-            f"the candidate left torch mode(s) {active} active after its call (torch.set_default_device is one): "
-            "they would run inside the harness's reads of its outputs; leave every mode before returning"
-        )
 
 
 def copies(inputs: list) -> list:
@@ -88,7 +72,7 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def flatten_outputs(output, device: str = "cpu") -> list[torch.Tensor]:
     """The result of forward as a list of plain tensors, copied to `device`; raises TypeError for anything else."""
-    check_no_modes()
+    check()
     items = list(output) if isinstance(output, (tuple, list)) else [output]
     flat = []
     for i, item in enumerate(items):

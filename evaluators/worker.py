@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators import buildshim, trials
+from evaluators import buildshim, integrity, trials
 from evaluators.channel import ChannelWriter
 from evaluators.compare import judge
 from evaluators.handoff import output_path, write_outputs
@@ -259,6 +259,7 @@ def run_candidate(session: Session) -> None:
     memory = job["memory"]
     handoff = Path(job["handoff_dir"])
     session.enter("build")
+    integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
     candidate = importlib.util.module_from_spec(spec)
     sys.modules["candidate"] = candidate

@@ -181,6 +181,11 @@ class GpuModeRuntime:
             raise ProblemError(f"problem {problem.name}: reference.py failed to import: {reason}") from None
         self._outputs = output_buffers(ast.parse(problem.source))
 
+    def modules(self) -> list[types.ModuleType]:
+        """The problem's own modules (reference, task, utils, ...): the harness calls into them between calls."""
+        stems = [path.stem for path in self._staged.glob("*.py")]
+        return [sys.modules[stem] for stem in stems if stem in sys.modules]
+
     def use_shape(self, shape: Shape) -> None:
         """Make `shape` current: its params are generate_input's arguments."""
         self.shape = shape

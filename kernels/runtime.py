@@ -38,6 +38,10 @@ class ProblemRuntime:
         vars(self.module).update(shape.params)
         self.shape = shape
 
+    def modules(self) -> list[types.ModuleType]:
+        """The problem's own modules: the harness calls into them between the candidate's calls."""
+        return [self.module]
+
     def inputs(self, seed: int, dist: str, device: str | None = None) -> list:
         """One call's arguments on the device (or `device`: "meta" sizes them), from the problem's own generator."""
         device = device or self.device

@@ -17,7 +17,7 @@ VERDICTS = [
     ("modify_inputs", "incorrect", "modified input(s) [0] in place", None),
     ("steal_via_gc", "incorrect", "trial 0", "garbage collector"),
     ("steal_via_frames", "incorrect", "trial 0", "inspects interpreter frames"),
-    ("patch_comparisons", "incorrect", "max abs err", "replaces torch.allclose"),
+    ("patch_comparisons", "runtime_error", "HarnessTampering: the candidate replaced torch.", "torch.allclose"),
     ("wrong_shape", "incorrect", "shape (64, 8) found, (8, 64) expected", None),
     ("nan_output", "incorrect", "1 NaN and 0 Inf where the reference is finite (first at (1, 2))", None),
     ("off_by_tolerance", "incorrect", "beyond atol=0.0001 rtol=0.0001", None),
@@ -30,10 +30,13 @@ VERDICTS = [
     ("os_exit", "runtime_error", "exited with status 0 before finishing", None),
     ("hang", "timeout", "correctness stage exceeded its 3 s limit", None),
     ("forge_report", "runtime_error", "sent a report that is not JSON", None),
-    # Deferred work, finished by a patched function as the harness reads the output: it reads with bound functions.
-    ("defer_to_detach", "incorrect", "512 NaN and 0 Inf where the reference is finite", "replaces torch.Tensor.detach"),
-    ("defer_to_save", "incorrect", "512 NaN and 0 Inf where the reference is finite", "replaces torch.save"),
+    # Work done inside the harness, untimed: finishing deferred outputs as they are read, or precomputing answers
+    # as inputs are drawn. Every function the harness calls after the candidate's import is watched.
+    ("defer_to_detach", "runtime_error", "replaced Tensor.detach, which the harness calls", "torch.Tensor.detach"),
+    ("defer_to_save", "runtime_error", "replaced torch.save, which the harness calls", "replaces torch.save"),
     ("defer_via_dispatch_mode", "runtime_error", "left torch mode(s) ['_FinishOnCopy'] active after its call", None),
+    ("hook_get_inputs", "runtime_error", ".get_inputs, which the harness calls between and after its calls", None),
+    ("hook_torch_randn", "runtime_error", "replaced torch.randn, which the harness calls", "replaces torch.<attr>"),
 ]
 
 

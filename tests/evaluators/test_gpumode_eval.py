@@ -34,3 +34,21 @@ def test_a_cached_answer_is_caught_in_the_gpumode_form_too(cache_dir):
     )
     result = evaluate(str(PROBLEM), cheat, "cpu", EvalOptions(cache_dir=cache_dir, timeout_s=30))
     assert result.status == "incorrect", result.message
+
+
+def test_a_submission_that_wraps_generate_input_to_precompute_is_stopped(cache_dir):
+    source = (FIXTURES / "submissions" / "row-scale.py").read_text()
+    cheat = source.replace("def custom_kernel(", "def _honest(") + (
+        "\n\nimport reference\n\n_answers = {}\n_real_generate = reference.generate_input\n\n\n"
+        "def _generate_and_precompute(**case):\n"
+        "    data = _real_generate(**case)\n"
+        "    _answers[id(data)] = _honest(data)  # untimed: the harness is drawing inputs\n"
+        "    return data\n\n\n"
+        "reference.generate_input = _generate_and_precompute\n\n\n"
+        "def custom_kernel(data):\n"
+        "    answer = _answers.pop(id(data), None)\n"
+        "    return answer if answer is not None else _honest(data)\n"
+    )
+    result = evaluate(str(PROBLEM), cheat, "cpu", EvalOptions(cache_dir=cache_dir, timeout_s=30))
+    assert result.status == "runtime_error", result.message
+    assert "replaced reference.generate_input" in result.message

@@ -26,8 +26,14 @@ def test_patched_library_clocks_change_nothing(run_cpu):
     assert any("time.perf_counter" in s for s in result.suspicious)
 
 
-def test_patched_evaluator_clock_is_caught_by_the_wall_clock(run_cpu):
+def test_patching_the_evaluators_own_clock_is_stopped_as_tampering(run_cpu):
     result = run_cpu("patch_evaluator_clock", timing=True)
+    assert result.status == "runtime_error"
+    assert "HarnessTampering: the candidate replaced Clocks.now" in result.message
+
+
+def test_a_clock_frozen_behind_the_watchs_back_is_caught_by_the_wall_clock(run_cpu):
+    result = run_cpu("patch_evaluator_clock_unwatched", timing=True)
     assert result.status == "correct"
     assert any("wall clock" in s for s in result.suspicious), result.suspicious
     assert result.runtime_ms >= 50
