@@ -56,10 +56,18 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
     }
-    reason = stop_reason(
+    reason = _unfit(archive, device) or stop_reason(
         ctx, iteration=0, tokens=0, dollars=0.0, elapsed_s=0.0, best_fraction=lab.roofline_fraction(best)
     )
     return Command(goto="report" if reason else "selector", update={**update, "stop_reason": reason})
+
+
+def _unfit(archive: Archive, device: str) -> str | None:
+    """Why no candidate can be judged here: the starting evaluation found the problem too large for the device."""
+    for record in archive.records[:2]:
+        if record.status == "does_not_fit" or record.eval.get("status") == "does_not_fit":
+            return f"the problem cannot be run on {device}: {record.eval.get('message', record.note)}"
+    return None
 
 
 def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx: RunContext) -> None:
