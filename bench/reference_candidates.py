@@ -33,10 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     try:
-        problems = load_suite(args.suite, args.problems).load_all()
+        problems, broken = load_suite(args.suite, args.problems).load_all()
     except (SuiteError, ProblemError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    for key, reason in broken.items():
+        print(f"skipped {key}: {reason}", file=sys.stderr)
     for key, problem in problems.items():
         path = args.out / f"{key}.py"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -133,6 +133,13 @@ def judge(
     return rows
 
 
+def _why_not(key: str, broken: dict[str, str], args) -> str:
+    """Why a problem has no verdict: it did not load, or no candidate was found for it."""
+    if key in broken:
+        return f"problem could not be loaded: {broken[key]}"
+    return f"no candidate file in {args.candidates}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Judge the candidates of a suite and write its report; returns the exit code."""
     args = parse_args(argv)
@@ -143,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.candidates.is_dir():
             raise ValueError(f"candidates folder not found: {args.candidates}")
         suite = load_suite(args.suite, args.problems)
-        problems = suite.load_all()
+        problems, broken = suite.load_all()
         executor = make_executor(args.cluster, args.device)
     except (SuiteError, ProblemError, ValueError, ClusterError) as error:
         print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
@@ -152,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out / RESULTS_FILE)
     files = {entry.key: candidate_file(entry, args.candidates, args.sample) for entry in suite.problems}
-    sources = {key: path.read_text() for key, path in files.items() if path is not None and key not in done}
+    sources = {
+        key: path.read_text() for key, path in files.items() if path is not None and key not in done | broken.keys()
+    }
+    for key, reason in broken.items():
+        console.print(f"{key}: problem could not be loaded: {reason}", style="red", markup=False)
     console.print(
         f"{len(suite.problems)} problems from {args.suite}: {len(done)} already judged, {len(sources)} to judge, "
         f"{sum(path is None for path in files.values())} without a candidate -> {out}"
@@ -167,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         executor.close()
     rows = [
-        done.get(e.key) or new.get(e.key) or not_judged(e.key, f"no candidate file in {args.candidates}")
-        for e in suite.problems
+        done.get(e.key) or new.get(e.key) or not_judged(e.key, _why_not(e.key, broken, args)) for e in suite.problems
     ]
     title = f"Evaluate-only batch: {args.candidates.resolve().name} on {args.suite}"
     info = machine(where)

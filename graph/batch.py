@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         args.model = f"replay:{Path(args.model.removeprefix('replay:')).resolve()}"  # runs start in their own folder
     try:
         suite = load_suite(args.suite, args.problems)
-        suite.load_all()
+        _, broken = suite.load_all()
         cluster = join_cluster(args.cluster, args.device) if args.cluster not in (None, "local") else None
         free = slots(args.device) if cluster is None else [CLUSTER_SLOT] * max(1, cluster.gpus)
     except (SuiteError, ProblemError, ValueError, ClusterError) as error:
@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         job.spend = read_spend(job.run_dir) if job.run_dir.is_dir() else Spend()
         if is_finished(job.run_dir):
             job.state = "finished"
+        elif job.entry.key in broken:
+            job.state, job.reason = "failed", f"problem could not be loaded: {broken[job.entry.key]}"
+            console.print(f"{job.entry.key}: {job.reason}", style="red", markup=False)
     resumed = sum(job.state == "queued" and is_started(job.run_dir) for job in jobs)
     console.print(
         f"{len(jobs)} problems from {args.suite} on {len(free)} slot(s): "

@@ -69,18 +69,23 @@ class Suite:
             raise SuiteError(f"no problem of {self.spec} matches {selection!r} ({len(self.problems)} problems in it)")
         return Suite(self.spec, self.kind, self.root, chosen)
 
-    def load_all(self) -> dict[str, Problem]:
-        """Every selected problem by key; broken ones are one ProblemError naming them all."""
-        loaded, broken = {}, []
+    def load_all(self) -> tuple[dict[str, Problem], dict[str, str]]:
+        """The selected problems that load, by key, and why each of the others does not.
+
+        A suite of hundreds should not stop at one problem in a format of its own; a batch counts the broken
+        ones as failures. When none loads, that is one ProblemError naming them.
+        """
+        loaded, broken = {}, {}
         for entry in self.problems:
             try:
                 loaded[entry.key] = entry.load()
             except ProblemError as error:
-                broken.append(f"{entry.key}: {error}")
-        if broken:
+                broken[entry.key] = str(error).splitlines()[0]
+        if broken and not loaded:
+            key, reason = next(iter(broken.items()))
             more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
-            raise ProblemError(f"{len(broken)} selected problem(s) broken; deselect with --problems: {broken[0]}{more}")
-        return loaded
+            raise ProblemError(f"no selected problem loads: {key}: {reason}{more}")
+        return loaded, broken
 
 
 def load_suite(spec: str, selection: str | None = None) -> Suite:

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -92,7 +93,7 @@ def test_resume_skips_judged_problems_and_retries_a_line_cut_by_a_kill(tmp_path,
     [
         (["--suite", "kernelbench:/no/such/path", "--candidates", "."], "suite path not found"),
         (["--suite", KERNELBENCH, "--problems", "99", "--candidates", "."], "no problem of"),
-        (["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'broken'}", "--candidates", "."], "broken; deselect"),
+        (["--suite", f"gpumode:{FIXTURES / 'gpumode' / 'broken'}", "--candidates", "."], "no selected problem loads"),
         (["--suite", KERNELBENCH, "--candidates", "/no/such/folder"], "candidates folder not found"),
         (["--suite", KERNELBENCH, "--candidates", ".", "--trials", "2"], "--trials must be at least 3"),
     ],
@@ -139,3 +140,20 @@ def test_a_cluster_that_cannot_be_joined_is_one_line_and_exit_2(tmp_path, capsys
     assert batch.main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "needs Ray: pip install" in err
+
+
+def test_a_problem_that_cannot_load_beside_good_ones_is_a_failure_row(tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(FIXTURES / "gpumode" / "problems" / "row-scale", suite / "row-scale")
+    shutil.copytree(FIXTURES / "gpumode" / "broken" / "no-reference", suite / "no-reference")
+    shutil.copy(FIXTURES / "gpumode" / "problems" / "utils.py", suite / "utils.py")  # shared, as in GPU MODE
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    shutil.copy(FIXTURES / "gpumode" / "submissions" / "row-scale.py", candidates / "row-scale.py")
+    out = tmp_path / "out"
+    args = ["--suite", str(suite), "--candidates", str(candidates), "--device", "cpu", "--out", str(out)]
+    assert batch.main(args) == 0
+    rows = {row["key"]: row for row in report(out)["rows"]}
+    assert rows["row-scale"]["status"] == "correct", rows["row-scale"]["message"]
+    broken = rows["no-reference"]
+    assert broken["status"] == "not_judged" and broken["message"].startswith("problem could not be loaded: ")

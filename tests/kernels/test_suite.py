@@ -32,7 +32,7 @@ def test_kernelbench_level_folder_and_selection_by_ids_ranges_and_patterns():
     assert keys(level1.select("19, *Relu*")) == ["level1/2_Relu", "level1/19_Square"]
     everything = load_suite(f"kernelbench:{KERNELBENCH}", "1,level1/19_*")
     assert keys(everything) == ["level1/1_Scale_by_two", "level1/19_Square", "level2/1_Add_then_Relu"]
-    assert set(everything.load_all()) == set(keys(everything))
+    assert set(everything.load_all()[0]) == set(keys(everything))
 
 
 def test_gpumode_checkout_finds_problem_directories():
@@ -47,7 +47,7 @@ def test_plain_folder_of_files_and_directories(tmp_path):
     shutil.copytree(GPUMODE / "problems" / "softplus-rows", tmp_path / "softplus-rows")
     suite = load_suite(str(tmp_path))
     assert suite.kind == "dir" and keys(suite) == ["relu", "softplus-rows"]
-    problems = suite.load_all()
+    problems, _ = suite.load_all()
     assert problems["relu"].format == "kernelbench" and problems["softplus-rows"].format == "gpumode"
 
 
@@ -67,10 +67,16 @@ def test_bad_suites_are_one_line_errors(spec, selection, says):
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
-def test_broken_problems_in_a_selection_are_named_together():
+def test_a_selection_where_nothing_loads_is_one_error_naming_them():
     suite = load_suite(f"gpumode:{GPUMODE}", "broken/*")
     with pytest.raises(ProblemError) as error:
         suite.load_all()
     message = str(error.value)
-    assert message.startswith("5 selected problem(s) broken; deselect with --problems: broken/")
+    assert message.startswith("no selected problem loads: broken/")
     assert "(and 4 more)" in message and "\n" not in message
+
+
+def test_broken_problems_beside_good_ones_are_reported_not_fatal():
+    loaded, broken = load_suite(f"gpumode:{GPUMODE}", "broken/no-reference,problems/row-scale").load_all()
+    assert list(loaded) == ["problems/row-scale"]
+    assert list(broken) == ["broken/no-reference"] and "reference.py is missing" in broken["broken/no-reference"]
