@@ -3,12 +3,12 @@
     python bench/cluster_bench.py [--problems NAME|FILE|DIR ...] [--repeat K] [--gpus N] [--device cuda|cpu]
                                   [--modes local-1,ray-1,local-N,ray-N] [--out DIR]
 
-Each problem is judged with its own reference as the candidate (a `ModelNew(Model)` subclass), so every evaluation is a
-real check and timing that must come out correct. A DIR argument takes every `*.py` in it (a folder of
-KernelBench files). Per mode it prints the batch's wall time, throughput, speed-up over local-1, the mean time
-inside evaluate(), and the executor's overhead per task: wall time beyond evaluate() on one slot, and the
-difference to the local path on as many slots. A warm-up evaluation per mode (Ray's worker start, the first
-build) is timed apart. Writes cluster_bench.json to --out.
+Each problem is judged with its own reference as the candidate (`ModelNew = Model`, flagged no custom
+kernel), so every evaluation is a real check and timing that must come out correct. A DIR argument takes every
+`*.py` in it (a folder of KernelBench files). Per mode it prints the batch's wall time, throughput, speed-up
+over local-1, the mean time inside evaluate(), and the executor's overhead per task: wall time beyond
+evaluate() on one slot, and the difference to the local path on as many slots. A warm-up evaluation per mode
+(Ray's worker start, the first build) is timed apart. Writes cluster_bench.json to --out.
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluators.executor import Executor, LocalExecutor, local_devices, make_executor  # noqa: E402
 from kernels.problem import Problem, bundled_problems, load_problem  # noqa: E402
-
-
-def reference_as_candidate(problem: Problem) -> str:
-    """The problem's own reference, as a candidate: correct by construction, speedup ~1.
-
-    A subclass rather than `ModelNew = Model`: the static check wants a `class ModelNew` at top level.
-    """
-    return problem.source + "\n\nclass ModelNew(Model):\n    pass\n"
 
 
 def load_problems(specs: list[str]) -> list[Problem]:
@@ -156,7 +148,7 @@ def main() -> None:
         else list(dict.fromkeys(["local-1", "ray-1", f"local-{slots}", f"ray-{slots}"]))
     )
     problems = load_problems(args.problems)
-    jobs = [(problem, reference_as_candidate(problem)) for _ in range(args.repeat) for problem in problems]
+    jobs = [(problem, problem.reference_as_candidate()) for _ in range(args.repeat) for problem in problems]
     print(
         f"{len(jobs)} evaluations ({len(problems)} problems x {args.repeat}) per mode: {', '.join(modes)}", flush=True
     )
