@@ -1,5 +1,6 @@
 """Search an index: BM25 and vector rankings fused by reciprocal rank, filtered by architecture and topic."""
 
+import importlib.util
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -8,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from retrieval.chunking import context_text
-from retrieval.config import LITERATURE_DIR, resolve_index_dir
+from retrieval.config import LITERATURE_DIR, disk_path, resolve_index_dir
 from retrieval.lexical import BM25
 from retrieval.manifest import Manifest, load_manifest, manifest_path
 
@@ -204,15 +205,21 @@ def open_index(index_dir: str | Path | None = None, embedding_function=None, *, 
     """The index at `index_dir`, loaded once per process and reloaded when a build rewrote it.
 
     An index that does not exist yet is built from the bundled literature first; without vectors when
-    `embed` is False, so lexical search never loads the model.
+    `embed` is False, so lexical search never loads the model. An index a lexical run built first gets its
+    vectors the first time a process wants them (once per process: a machine without the model stays lexical).
     """
+    from retrieval.index import build_index
+
     directory = resolve_index_dir(index_dir).resolve()
     manifest_file = manifest_path(directory)
     if not manifest_file.exists():
-        from retrieval.index import build_index
-
         print(f"retrieval: no index at {directory}; building it from {LITERATURE_DIR} first", file=sys.stderr)
         report = build_index(index_dir=directory, embedding_function=embedding_function, embed=embed)
+        print(f"retrieval: {report.summary()}", file=sys.stderr)
+    elif embed and directory not in _open and _has_no_vectors(directory):
+        roots = [disk_path(root) for root in load_manifest(directory).roots]
+        print(f"retrieval: the index at {directory} has no vectors yet; adding them", file=sys.stderr)
+        report = build_index(roots, directory, embedding_function=embedding_function)
         print(f"retrieval: {report.summary()}", file=sys.stderr)
     stamp = manifest_file.stat().st_mtime_ns
     cached = _open.get(directory)
@@ -220,6 +227,13 @@ def open_index(index_dir: str | Path | None = None, embedding_function=None, *, 
         cached = (stamp, LoadedIndex(directory, load_manifest(directory), embedding_function))
         _open[directory] = cached
     return cached[1]
+
+
+def _has_no_vectors(directory: Path) -> bool:
+    """No indexed file has vectors, and Chroma is installed to hold them."""
+    manifest = load_manifest(directory)
+    has_chroma = importlib.util.find_spec("chromadb") is not None
+    return has_chroma and manifest is not None and not any(entry.embedded for entry in manifest.files.values())
 
 
 def search(

@@ -131,3 +131,13 @@ def test_progress_reports_reading_then_embedding(corpus, index_dir, embedding):
     build_index([corpus], index_dir, embedding_function=embedding, progress=lambda *step: seen.append(step))
     assert seen[0] == ("reading", 1, FILES) and seen[FILES - 1] == ("reading", FILES, FILES)
     assert seen[-1][0] == "embedding" and seen[-1][1] == seen[-1][2] == embedding.embedded
+
+
+def test_an_index_a_lexical_run_built_first_gains_vectors_when_they_are_wanted(corpus, index_dir, embedding, capsys):
+    build_index([corpus], index_dir, embed=False)  # what a --retrieval lexical run leaves behind
+    index = open_index(index_dir, embedding)  # a later hybrid run
+    assert "has no vectors yet; adding them" in capsys.readouterr().err
+    assert not index.unembedded and index.search("e4m3fnuz", k=1, mode="vector")
+    assert embedding.embedded > 0 and load_manifest(index_dir).roots == [corpus.resolve().as_posix()]
+    open_index(index_dir, embedding)
+    assert "adding them" not in capsys.readouterr().err  # once per process
