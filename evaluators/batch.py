@@ -133,6 +133,11 @@ def judge(
     return rows
 
 
+def _lacks_compile_timing(row: SuiteRow) -> bool:
+    """A correct row with neither a speedup over torch.compile nor a reason why it has none."""
+    return row.status == "correct" and row.speedup_vs_compile is None and not row.compile_note
+
+
 def _why_not(key: str, broken: dict[str, str], args) -> str:
     """Why a problem has no verdict: it did not load, or no candidate was found for it."""
     if key in broken:
@@ -158,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path("runs") / f"eval-{args.candidates.resolve().name}"
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out / RESULTS_FILE)
+    if args.compile_baseline:  # verdicts reached without the baseline are judged again, with it
+        done = {key: row for key, row in done.items() if not _lacks_compile_timing(row)}
     files = {entry.key: candidate_file(entry, args.candidates, args.sample) for entry in suite.problems}
     sources = {
         key: path.read_text() for key, path in files.items() if path is not None and key not in done | broken.keys()

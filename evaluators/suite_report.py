@@ -31,6 +31,7 @@ class SuiteRow(BaseModel):
     status: str
     speedup: float | None = None
     speedup_vs_compile: float | None = None
+    compile_note: str = ""  # why the torch.compile baseline was not timed, when it was asked for and failed
     roofline_fraction: float | None = None
     tokens: int | None = None
     dollars: float | None = None
@@ -56,6 +57,7 @@ def row_from_result(key: str, result: EvalResult, wall_s: float | None = None, *
         status=result.status,
         speedup=result.speedup if result.status == "correct" else None,
         speedup_vs_compile=result.speedup_vs_compile if result.status == "correct" else None,
+        compile_note=result.compile_baseline_error,
         roofline_fraction=statistics.median(fractions) if fractions else None,
         wall_s=round(wall_s if wall_s is not None else result.stages.get("total", 0.0), 2),
         set_aside=result.set_aside,

@@ -20,6 +20,7 @@ def _own_index_dir(tmp_path_factory):
     yield
     del os.environ["KS_INDEX_DIR"]
 
+
 if not HAS_GPU:
     # Triton reads this when kernels are defined, so it must be set before any test imports one.
     os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -157,3 +157,18 @@ def test_a_problem_that_cannot_load_beside_good_ones_is_a_failure_row(tmp_path):
     assert rows["row-scale"]["status"] == "correct", rows["row-scale"]["message"]
     broken = rows["no-reference"]
     assert broken["status"] == "not_judged" and broken["message"].startswith("problem could not be loaded: ")
+
+
+def test_a_rerun_asking_for_the_compile_baseline_judges_again_what_lacks_it(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    args = ["--suite", KERNELBENCH, "--problems", "level1/2_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    assert report(out)["rows"][0]["speedup_vs_compile"] is None
+    assert batch.main([*args, "--out", str(out), "--compile-baseline"]) == 0
+    assert report(out)["rows"][0]["speedup_vs_compile"] > 0
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("a problem with its compile timing was evaluated again")
+
+    monkeypatch.setattr(evaluators, "evaluate", no_evaluation)
+    assert batch.main([*args, "--out", str(out), "--compile-baseline"]) == 0
