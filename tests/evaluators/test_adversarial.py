@@ -32,11 +32,12 @@ VERDICTS = [
     ("forge_report", "runtime_error", "sent a report that is not JSON", None),
     # Work done inside the harness, untimed: finishing deferred outputs as they are read, or precomputing answers
     # as inputs are drawn. Every function the harness calls after the candidate's import is watched.
-    ("defer_to_detach", "runtime_error", "replaced Tensor.detach, which the harness calls", "torch.Tensor.detach"),
-    ("defer_to_save", "runtime_error", "replaced torch.save, which the harness calls", "replaces torch.save"),
+    ("defer_to_detach", "runtime_error", "replaced Tensor.detach, which the harness relies on", "torch.Tensor.detach"),
+    ("defer_to_save", "runtime_error", "replaced torch.save, which the harness relies on", "replaces torch.save"),
     ("defer_via_dispatch_mode", "runtime_error", "left torch mode(s) ['_FinishOnCopy'] active after its call", None),
-    ("hook_get_inputs", "runtime_error", ".get_inputs, which the harness calls between and after its calls", None),
-    ("hook_torch_randn", "runtime_error", "replaced torch.randn, which the harness calls", "replaces torch.<attr>"),
+    ("hook_get_inputs", "runtime_error", ".get_inputs, which the harness relies on between and after its calls", None),
+    ("hook_torch_randn", "runtime_error", "replaced torch.randn, which the harness relies on", "replaces torch.<attr>"),
+    ("hook_random", "runtime_error", "replaced random.Random, which the harness relies on", None),
 ]
 
 

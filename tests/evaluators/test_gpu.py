@@ -97,7 +97,14 @@ def test_output_caches_are_incorrect_on_the_gpu(run_gpu, name):
 
 @pytest.mark.parametrize(
     "name",
-    ["defer_to_detach", "defer_to_save", "defer_via_dispatch_mode", "hook_get_inputs", "hook_torch_randn"],
+    [
+        "defer_to_detach",
+        "defer_to_save",
+        "defer_via_dispatch_mode",
+        "hook_get_inputs",
+        "hook_torch_randn",
+        "hook_random",
+    ],  # fmt: skip
 )
 def test_work_hidden_in_the_harness_is_stopped_on_the_gpu(run_gpu, name):
     result = run_gpu(name)

@@ -18,12 +18,11 @@ def test_timed_candidate_reports_interpreter_timings_and_roofline(run_cpu):
     assert "interpreter" in result.message
 
 
-def test_patched_library_clocks_change_nothing(run_cpu):
+def test_patched_library_clocks_are_stopped_as_tampering(run_cpu):
+    # Its clocks were bound before the candidate's import, so the patch could not fool them; it is stopped anyway.
     result = run_cpu("patch_clocks", timing=True)
-    assert result.status == "correct"
-    assert result.runtime_ms >= 50  # it sleeps 50 ms per call, whatever its patched clocks say
-    assert result.speedup < 1
-    assert any("time.perf_counter" in s for s in result.suspicious)
+    assert result.status == "runtime_error"
+    assert "HarnessTampering: the candidate replaced time." in result.message
 
 
 def test_patching_the_evaluators_own_clock_is_stopped_as_tampering(run_cpu):
