@@ -102,13 +102,14 @@ class Session:
         return facts, kept
 
 
-def shape_sizes(session: Session, shape: Shape, model) -> ShapeSizes:
+def shape_sizes(session: Session, shape: Shape) -> ShapeSizes:
     """Bytes of one call's inputs and outputs, found on the meta device (nothing allocated); else by a real call."""
     runtime = session.runtime
     try:
         args = runtime.inputs(0, "normal", device="meta")
+        model = runtime.reference(session.job["seed"], device="meta")
         with torch.no_grad():
-            output = model.to("meta")(*args) if isinstance(model, torch.nn.Module) else model(*args)
+            output = model(*args)
         return ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
     except Exception:  # an op without a meta kernel: measure one real call instead
         model = runtime.reference(session.job["seed"])
@@ -144,7 +145,7 @@ def plan_for(session: Session) -> dict:
     sizes = []
     for shape in session.shapes:
         session.runtime.use_shape(shape)
-        sizes.append(shape_sizes(session, shape, session.runtime.reference(job["seed"])))
+        sizes.append(shape_sizes(session, shape))
     free, total = torch.cuda.mem_get_info()
     plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}

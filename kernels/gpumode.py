@@ -212,8 +212,8 @@ class GpuModeRuntime:
         self._pack = lambda args: args[0]
         return [data]
 
-    def reference(self, seed: int) -> Callable:
-        """ref_kernel, taking the flat arguments."""
+    def reference(self, seed: int, device: str | None = None) -> Callable:
+        """ref_kernel, taking the flat arguments (a function: nothing to build, on any device)."""
         return self._call(self.module.ref_kernel)
 
     def candidate(self, candidate: types.ModuleType, seed: int) -> Callable:

@@ -51,16 +51,19 @@ class ProblemRuntime:
             raw = self.module.get_inputs(dist=dist) if self.accepts_dist else self.module.get_inputs()
         return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
 
-    def _build(self, model_class, seed: int) -> Callable:
+    def _build(self, model_class, seed: int, device: str | None = None) -> Callable:
         # Model and ModelNew are built under the same seed so their parameters match (KernelBench's convention).
         seed_everything(seed)
         init_inputs = self.module.get_init_inputs()
         seed_everything(seed)
+        if device == "meta":  # sizes only: no parameter is allocated or initialised
+            with torch.device("meta"):
+                return model_class(*init_inputs)
         return model_class(*init_inputs).to(self.device)
 
-    def reference(self, seed: int) -> Callable:
-        """The problem's reference for the current shape."""
-        return self._build(self.module.Model, seed)
+    def reference(self, seed: int, device: str | None = None) -> Callable:
+        """The problem's reference for the current shape (on "meta": for sizing, without allocating)."""
+        return self._build(self.module.Model, seed, device)
 
     def candidate(self, candidate: types.ModuleType, seed: int) -> Callable:
         """The candidate's implementation for the current shape."""

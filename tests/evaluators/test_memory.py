@@ -1,6 +1,11 @@
 """The memory planner, on a fake device: what fits, and where the tensors of an evaluation live."""
 
+from types import SimpleNamespace
+
 from evaluators.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
+from evaluators.worker import shape_sizes
+from kernels.problem import load_problem
+from kernels.runtime import problem_runtime
 
 FLUSH = 512 << 20
 H100 = 80 * GIB
@@ -36,3 +41,23 @@ def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_bytes():
     needed = (1 << 40) + FLUSH + RESERVE_BYTES
     assert f"needs {needed:,} bytes" in plan.reason and f"{H100:,} bytes free of {H100:,}" in plan.reason
     assert plan.reason.count("\n") == 0
+
+
+def test_sizes_come_from_the_meta_device_without_building_the_model_for_real(tmp_path):
+    # A KernelBench-style problem whose model would take 64 GiB of parameters if it were built for real.
+    problem_file = tmp_path / "huge_linear.py"
+    problem_file.write_text(
+        "import torch\nimport torch.nn as nn\n\nB, N = 8, 131072\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.linear = nn.Linear(n, n)\n\n"
+        "    def forward(self, x):\n        return self.linear(x)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(B, N)]\n\n\n"
+        "def get_init_inputs():\n    return [N]\n"
+    )
+    runtime = problem_runtime(load_problem(problem_file), "cpu")
+    (shape,) = load_problem(problem_file).shapes("cpu")
+    runtime.use_shape(shape)
+    model = runtime.reference(0, device="meta")
+    assert model.linear.weight.is_meta
+    sizes = shape_sizes(SimpleNamespace(runtime=runtime, job={"seed": 0}), shape)
+    assert (sizes.input_bytes, sizes.output_bytes) == (8 * 131072 * 4, 8 * 131072 * 4)
