@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 import torch
+import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: before the watch, not mistaken for tampering
 
 from evaluators import buildshim, integrity, trials
 from evaluators.channel import ChannelWriter

@@ -105,3 +105,8 @@ def test_the_reference_aliased_is_correct_and_set_aside_for_no_custom_kernel(cac
     assert result.status == "correct", result.message
     assert [flag.code for flag in result.flags] == ["no_custom_kernel"]
     assert result.set_aside == "no custom kernel: ModelNew is the reference Model itself"
+
+
+def test_a_candidate_using_torch_compile_is_not_mistaken_for_tampering(run_cpu):
+    result = run_cpu("uses_torch_compile", timeout_s=120)
+    assert result.status == "correct", result.message
