@@ -45,6 +45,10 @@ def load_gpumode_problem(directory: str | Path) -> Problem:
     """Read a problem directory without running any of its code; every defect is a one-line ProblemError."""
     directory = Path(directory).resolve()
     task = _read_task(directory)
+    if task.get("multi_gpu"):
+        raise ProblemError(
+            f"problem {directory.name} is a multi-GPU one (task.yml: multi_gpu), one process per rank: not supported"
+        )
     shapes = _shapes(task, directory.name)
     files = staged_files(directory, task)
     if not files["reference.py"].is_file():

@@ -53,6 +53,7 @@ def test_tolerance_from_a_def_of_check_implementation_and_no_files_list():
         ("case-not-mapping", "benchmarks[1] is not a mapping"),
         ("no-reference", "reference.py is missing"),
         ("no-ref-kernel", "reference.py does not define ref_kernel"),
+        ("multi-gpu", "is a multi-GPU one (task.yml: multi_gpu), one process per rank: not supported"),
     ],
 )
 def test_broken_problems_are_one_line_errors(variant, says):

@@ -73,7 +73,7 @@ def test_a_selection_where_nothing_loads_is_one_error_naming_them():
         suite.load_all()
     message = str(error.value)
     assert message.startswith("no selected problem loads: broken/")
-    assert "(and 4 more)" in message and "\n" not in message
+    assert "(and 5 more)" in message and "\n" not in message
 
 
 def test_broken_problems_beside_good_ones_are_reported_not_fatal():
