@@ -171,6 +171,8 @@ class Worker:
         elif code < 0 or code > 128:
             number = -code if code < 0 else code - 128
             what = f"was killed by {_signal_name(number)}"
+            if number == signal.SIGKILL:  # our own timeouts are reported as such; this came from outside
+                what += " (the kernel's out-of-memory killer sends it: too little host memory?)"
         elif code == 0:
             what = "exited with status 0 before finishing (os._exit or sys.exit in candidate code?)"
         else:
@@ -188,8 +190,14 @@ class Worker:
         return self.output.text(join_timeout=2.0)
 
     def tell(self, command: dict) -> None:
-        """Send the worker its next command, one JSON line on the control pipe."""
-        os.write(self._ctl_w, json.dumps(command).encode() + b"\n")
+        """Send the worker its next command, one JSON line on the control pipe.
+
+        A worker that already died hears nothing; its next report (`next_blob`) says how it died.
+        """
+        try:
+            os.write(self._ctl_w, json.dumps(command).encode() + b"\n")
+        except BrokenPipeError:
+            pass
 
     def kill(self) -> None:
         """Kill the worker's whole process group."""

@@ -1,11 +1,14 @@
-"""The worker's environment and output capture, checked without starting a worker."""
+"""The worker's environment and output capture, and a worker that died before its next command."""
 
 import io
 from pathlib import Path
 
+import pytest
+
 from evaluators.environment import worker_env
 from evaluators.options import EvalOptions
-from evaluators.sandbox import OutputCapture
+from evaluators.sandbox import OutputCapture, Worker, WorkerFailure
+from evaluators.toolchain import toolchain_key
 
 
 def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):
@@ -30,3 +33,14 @@ def test_capture_keeps_head_and_tail():
     text = OutputCapture(stream, cap_bytes=1000).text(join_timeout=5)
     assert text.startswith("START") and text.endswith("END")
     assert "bytes of output dropped" in text and len(text) < 1200
+
+
+def test_a_command_to_a_worker_that_died_is_not_an_error_its_next_report_says_how(tmp_path):
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
+    worker.kill()
+    worker.proc.wait()
+    worker.tell({"cmd": "continue"})  # nobody reads the pipe any more: no BrokenPipeError
+    with pytest.raises(WorkerFailure) as failure:
+        worker.next_blob()
+    assert failure.value.kind == "crash" and "killed by SIGKILL" in failure.value.message
+    worker.close()
