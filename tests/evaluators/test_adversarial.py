@@ -110,3 +110,10 @@ def test_the_reference_aliased_is_correct_and_set_aside_for_no_custom_kernel(cac
 def test_a_candidate_using_torch_compile_is_not_mistaken_for_tampering(run_cpu):
     result = run_cpu("uses_torch_compile", timeout_s=120)
     assert result.status == "correct", result.message
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/oom_score_adj"), reason="Linux only")
+def test_a_worker_is_the_first_the_out_of_memory_killer_takes(run_cpu):
+    # A candidate that eats all host memory dies itself; the run or batch that started it goes on.
+    result = run_cpu("report_oom_score")
+    assert result.status == "runtime_error" and "oom_score_adj 1000" in result.message, result.message
