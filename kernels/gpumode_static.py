@@ -12,8 +12,10 @@ TOLERANCE_KEYS = ("atol", "rtol")
 ALLOCATORS = {"empty", "zeros", "empty_like", "zeros_like", "empty_strided"}
 LAYOUT_CALLS = {"contiguous", "to", "cuda", "permute", "transpose", "t", "view", "reshape"}
 # Code that needs a real GPU: mapping device='cuda' onto the CPU cannot make these run.
+# FP4 (float4_e2m1fn_x2) exists only on GPUs that have it: torch's CPU kernels reject it.
 CUDA_ONLY = re.compile(
-    r"torch\.cuda\.(?!is_available|manual_seed)|load_inline|cpp_extension|^\s*(?:import|from)\s+(?:triton|cutlass|cuda|aiter|tilelang)\b",
+    r"torch\.cuda\.(?!is_available|manual_seed)|load_inline|cpp_extension|float4_?e2m1fn"
+    r"|^\s*(?:import|from)\s+(?:triton|cutlass|cuda|aiter|tilelang)\b",
     re.MULTILINE,
 )
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kernels.gpumode import GpuModeRuntime, derive_seed
+from kernels.gpumode_static import cuda_only
 from kernels.problem import ProblemError, load_problem
 from kernels.runtime import problem_runtime
 
@@ -112,3 +113,17 @@ def test_a_submission_without_custom_kernel_is_a_one_line_error():
     runtime = problem_runtime(problem, "cpu")
     with pytest.raises(AttributeError, match=r"^the candidate does not define custom_kernel\(data\)$"):
         runtime.candidate(submission("no_custom_kernel.py"), 0)
+
+
+@pytest.mark.parametrize(
+    ("line", "needs_gpu"),
+    [
+        ("x = torch.cuda.synchronize()", True),
+        ("a = b.view(torch.float4_e2m1fn_x2)", True),
+        ("from triton import language", True),
+        ("if torch.cuda.is_available():", False),
+        ("a = b.to(torch.float8_e4m3fn)", False),  # FP8 has CPU kernels; FP4 does not
+    ],
+)
+def test_what_marks_a_problem_gpu_only(line, needs_gpu):
+    assert (cuda_only({"reference.py": f"import torch\n{line}\n"}) is not None) == needs_gpu
