@@ -12,6 +12,7 @@ expected 1.02-1.08x; the kernel is memory bound at 81% of roofline."
 from __future__ import annotations
 
 from agents.population import shape_speedups
+from agents.text import clip
 from kernels.archive import CandidateRecord
 
 FLAT = 0.02  # changes within 2% are noise for the designer's purposes
@@ -25,11 +26,6 @@ FAILURE_LESSON = {
     "does_not_fit": "the inputs do not fit in device memory",
     "off_anchor": "its edits strayed from the plan's anchors and it was never evaluated",
 }
-
-
-def _clip(text: str | None, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _bottleneck(record: CandidateRecord) -> str:
@@ -62,15 +58,15 @@ def _shape_split(record: CandidateRecord, parent: CandidateRecord) -> str:
 def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     """What this experiment's outcome teaches, from its measurement and its parent's."""
     experiment = record.experiment or {}
-    head = f"{record.id} '{_clip(experiment.get('title'), TITLE_CHARS)}'"
+    head = f"{record.id} '{clip(experiment.get('title'), TITLE_CHARS)}'"
     rounds = f" after {record.debug_attempts} debugger rounds" if record.debug_attempts else ""
     strayed = "; its edits strayed outside the plan's anchors" if "outside the plan's anchors" in record.note else ""
     if record.status != "correct":
-        message = _clip(record.eval.get("message") or record.note, MESSAGE_CHARS)
+        message = clip(record.eval.get("message") or record.note, MESSAGE_CHARS)
         lesson = FAILURE_LESSON.get(record.status, "it failed")
         return f"{head}: {record.status}{rounds} ({message}); {lesson}{strayed}."
     if record.set_aside:
-        reason = _clip(record.set_aside, MESSAGE_CHARS)
+        reason = clip(record.set_aside, MESSAGE_CHARS)
         return (
             f"{head}: {record.speedup or 0:.2f}x claimed, SET ASIDE by the evaluator ({reason}); its speed is not "
             f"trusted, do not build on it{strayed}."

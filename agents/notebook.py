@@ -19,6 +19,7 @@ from collections import Counter
 
 from agents.findings import finding_for
 from agents.population import diversity, line_leaders, line_of, ranked, shape_leaders, shape_speedups
+from agents.text import clip
 from kernels.archive import Archive, CandidateRecord
 
 FIELD_CHARS = 160
@@ -29,18 +30,13 @@ LEADERS_SHOWN = 6
 EXTRA_LEADERS = 6
 
 
-def _clip(text: str | None, limit: int = FIELD_CHARS) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
 def _speed(record: CandidateRecord) -> str:
     return f"{record.speedup:.2f}x" if record.speedup is not None else "-"
 
 
 def _title(record: CandidateRecord) -> str:
     if record.experiment:
-        return _clip(record.experiment.get("title"), 60)
+        return clip(record.experiment.get("title"), 60)
     return record.status
 
 
@@ -61,7 +57,7 @@ def _shapes(record: CandidateRecord) -> str:
     speeds = list(shape_speedups(record).items())
     if len(speeds) < 2:
         return ""
-    shown = ", ".join(f"{_clip(name, 24)} {speed:.2f}x" for name, speed in speeds[:SHAPES_SHOWN])
+    shown = ", ".join(f"{clip(name, 24)} {speed:.2f}x" for name, speed in speeds[:SHAPES_SHOWN])
     return f" | shapes: {shown}{' ...' if len(speeds) > SHAPES_SHOWN else ''}"
 
 
@@ -89,7 +85,7 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
     by_shape = list(shape_leaders(archive).items())
     if len(by_shape) > 1:
         shown = "; ".join(
-            f"{_clip(name, 24)}: {r.id} {shape_speedups(r)[name]:.2f}x" for name, r in by_shape[:LEADERS_SHOWN]
+            f"{clip(name, 24)}: {r.id} {shape_speedups(r)[name]:.2f}x" for name, r in by_shape[:LEADERS_SHOWN]
         )
         lines.append(f"Leaders per shape: {shown}")
     by_line = sorted(line_leaders(archive).items(), key=lambda item: -item[1].speedup)
@@ -101,13 +97,13 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
     set_aside = archive.set_aside()
     if set_aside:
         lines.append(f"Set aside, not to build on ({len(set_aside)}; their speed is not trusted):")
-        lines += [f"  {r.id} {_speed(r)} claimed: {_clip(r.set_aside, 100)}" for r in set_aside[-SET_ASIDE_SHOWN:]]
+        lines += [f"  {r.id} {_speed(r)} claimed: {clip(r.set_aside, 100)}" for r in set_aside[-SET_ASIDE_SHOWN:]]
 
     recent = archive.recent_failures(failures)
     if recent:
         lines.append("Recent failures:")
         lines += [
-            f"  {r.id} (parent {r.parent_id or '-'}) {r.status}: {_title(r)}; {_clip(r.eval.get('message'), 100)}"
+            f"  {r.id} (parent {r.parent_id or '-'}) {r.status}: {_title(r)}; {clip(r.eval.get('message'), 100)}"
             for r in recent
         ]
 
@@ -144,7 +140,7 @@ def notebook_summary(archive: Archive, findings: dict[str, str] | None = None, m
         lines.append(f"{len(earlier)} earlier experiments: {tally}; {improved} beat their parent.")
     for record in shown:
         finding = findings.get(record.id) or finding_for(record, _parent(archive, record))
-        lines.append(f"- iter {record.iteration}, parent {record.parent_id or '-'}: {_clip(finding, 2 * FIELD_CHARS)}")
+        lines.append(f"- iter {record.iteration}, parent {record.parent_id or '-'}: {clip(finding, 2 * FIELD_CHARS)}")
     return "\n".join(lines)
 
 

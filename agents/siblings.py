@@ -11,17 +11,13 @@ from collections.abc import Sequence
 
 from agents.anchors import bounded_diff
 from agents.findings import finding_for
+from agents.text import clip
 from kernels.archive import Archive
 
 MAX_SIBLINGS = 3
 DIFF_LINES = 24
 BUDGET_CHARS = 4000
 PLAN_CHARS = 240
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def sibling_digest(
@@ -42,13 +38,13 @@ def sibling_digest(
         outcome = findings.get(child.id) or finding_for(child, base)
         diff = bounded_diff(base.source, child.source, DIFF_LINES) if child.source else "(no source)"
         entries.append(
-            f"- {child.id} (iteration {child.iteration}): {_clip(plan.get('title', ''), 80)}\n"
-            f"  plan: {_clip(steps, PLAN_CHARS)}\n  outcome: {_clip(outcome, 2 * PLAN_CHARS)}\n"
+            f"- {child.id} (iteration {child.iteration}): {clip(plan.get('title', ''), 80)}\n"
+            f"  plan: {clip(steps, PLAN_CHARS)}\n  outcome: {clip(outcome, 2 * PLAN_CHARS)}\n"
             f"  diff against the base:\n```diff\n{diff}\n```"
         )
     lines = []
     if concurrent:
-        lines.append("Being implemented from the same base right now: " + "; ".join(_clip(t, 80) for t in concurrent))
+        lines.append("Being implemented from the same base right now: " + "; ".join(clip(t, 80) for t in concurrent))
     used, shown = sum(len(line) for line in lines), 0
     for entry in entries:
         if used + len(entry) > budget_chars:
