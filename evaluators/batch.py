@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from evaluators.executor import ClusterError, Executor, cluster_spec, make_executor
+from evaluators.executor import ClusterError, Executor, cluster_arg, make_executor
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
 from evaluators.suite_report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--problems", help="ids, ranges and name patterns, e.g. 1-20,23,*ReLU*")
     p.add_argument("--device", default="auto", help="auto (every GPU, one evaluation each), cpu, cuda or cuda:N")
     p.add_argument(
-        "--cluster", type=_cluster, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
+        "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
     p.add_argument("--out", type=Path, help="results folder (default runs/eval-<candidates folder name>)")
     p.add_argument("--sample", type=int, default=0, help="KernelBench sample id to take (default 0)")
@@ -47,13 +47,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--compile-baseline", action="store_true", help="also time torch.compile(reference); report fast_1 over it"
     )
     return p.parse_args(argv)
-
-
-def _cluster(text: str) -> str:
-    try:
-        return cluster_spec(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def candidate_file(problem: SuiteProblem, folder: Path, sample: int = 0) -> Path | None:

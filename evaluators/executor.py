@@ -7,6 +7,7 @@ the same interface. `make_executor` picks one from a `--cluster` value.
 
 from __future__ import annotations
 
+import argparse
 import queue
 import re
 import socket
@@ -150,10 +151,18 @@ def placement(device: str, gpu_id: str | None = None) -> tuple[str, str]:
 
 
 def cluster_spec(text: str) -> str:
-    """A `--cluster` value checked: local, ray, auto or ray://HOST:PORT (argparse type; ValueError otherwise)."""
+    """A `--cluster` value checked: local, ray, auto or ray://HOST:PORT (ValueError otherwise)."""
     if not CLUSTER_SPEC.fullmatch(text):
         raise ValueError(f"unknown cluster {text!r}; expected local, ray, auto or ray://HOST:PORT")
     return text
+
+
+def cluster_arg(text: str) -> str:
+    """`cluster_spec` as an argparse type: every command's --cluster flag, with the same one-line error."""
+    try:
+        return cluster_spec(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def make_executor(cluster: str | None, device: str = "auto", *, cpu_slots: int = 1) -> Executor:

@@ -24,9 +24,9 @@ from rich.table import Table
 
 from agents.models import DEFAULT_MODEL
 from evaluators.environment import REPO_ROOT, visible_device_env
-from evaluators.executor import ClusterError, Executor, make_executor
+from evaluators.executor import ClusterError, Executor, cluster_arg, make_executor
 from evaluators.suite_report import machine, write_suite_report
-from graph.run import OneLineParser, check_model_spec, cluster_arg, natural_int, positive_float, positive_int
+from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite

@@ -21,7 +21,7 @@ from rich.console import Console
 import agents
 from agents.errors import FatalLLMError
 from agents.models import DEFAULT_MODEL, parse_role_overrides
-from evaluators.executor import ClusterError, InfrastructureError, cluster_spec
+from evaluators.executor import ClusterError, InfrastructureError, cluster_arg
 from graph import lab
 from graph.builder import build_graph
 from graph.checkpoint import open_checkpointer
@@ -90,14 +90,6 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
-
-
-def cluster_arg(text: str) -> str:
-    """An argparse type: a --cluster value (local, ray, auto, ray://HOST:PORT)."""
-    try:
-        return cluster_spec(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def natural_int(text: str) -> int:
