@@ -216,8 +216,8 @@ def open_index(index_dir: str | Path | None = None, embedding_function=None, *, 
         print(f"retrieval: no index at {directory}; building it from {LITERATURE_DIR} first", file=sys.stderr)
         report = build_index(index_dir=directory, embedding_function=embedding_function, embed=embed)
         print(f"retrieval: {report.summary()}", file=sys.stderr)
-    elif embed and directory not in _open and _has_no_vectors(directory):
-        roots = [disk_path(root) for root in load_manifest(directory).roots]
+    elif embed and directory not in _open and _lacks_vectors(manifest := load_manifest(directory)):
+        roots = [disk_path(root) for root in manifest.roots]
         print(f"retrieval: the index at {directory} has no vectors yet; adding them", file=sys.stderr)
         report = build_index(roots, directory, embedding_function=embedding_function)
         print(f"retrieval: {report.summary()}", file=sys.stderr)
@@ -229,9 +229,8 @@ def open_index(index_dir: str | Path | None = None, embedding_function=None, *, 
     return cached[1]
 
 
-def _has_no_vectors(directory: Path) -> bool:
+def _lacks_vectors(manifest: Manifest | None) -> bool:
     """No indexed file has vectors, and Chroma is installed to hold them."""
-    manifest = load_manifest(directory)
     has_chroma = importlib.util.find_spec("chromadb") is not None
     return has_chroma and manifest is not None and not any(entry.embedded for entry in manifest.files.values())
 
