@@ -4,8 +4,8 @@ Between timed calls the harness draws inputs (the problem's generator, torch's s
 outputs (copies, files). A candidate that replaces one of those functions, or leaves a torch mode active, could do
 its work there: outside every timed window, and with the right answer. So the worker snapshots the functions and
 classes of the namespaces it relies on (torch's, the standard library's it uses, the problem's, ours) before the
-candidate is imported, and after every candidate call checks
-that each is still the same object and that no torch mode is active. Data (flags, counters) may change; new
+candidate is imported, and after every candidate call checks that each is still the same object and that no
+torch mode is active. Data (flags, counters) may change; new
 attributes may appear (lazy imports); a replaced or removed function stops the evaluation.
 """
 

@@ -285,13 +285,14 @@ def run_candidate(session: Session) -> None:
                 trials.poison_allocator(device, 4 * sum(v.nbytes for v in args if isinstance(v, torch.Tensor)))
                 if memory["copy_inputs"]:
                     handed = trials.copies(args)
-                    output = model(*handed)
-                    session.clocks.sync()  # the whole device: work left on side streams finishes before we read
+                else:
+                    handed, before = args, trials.fingerprints(args, memory["compare_chunk"])
+                output = model(*handed)
+                session.clocks.sync()  # the whole device: work left on side streams finishes before we read
+                integrity.check()  # before the harness reads anything the call returned or touched
+                if memory["copy_inputs"]:
                     changed[t] = trials.modified(args, handed)
                 else:
-                    before = trials.fingerprints(args, memory["compare_chunk"])
-                    output = model(*args)
-                    session.clocks.sync()
                     changed[t] = trials.changed_prints(before, trials.fingerprints(args, memory["compare_chunk"]))
                 changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
                 write_outputs(output_path(handoff, i, "trial", t), trials.flatten_outputs(output))
