@@ -52,8 +52,8 @@ def test_a_kernel_right_at_one_shape_only_is_incorrect_naming_the_shape(cache_di
     assert result.shapes[0].status == "correct"
 
 
-def test_a_candidate_that_dies_between_shapes_is_its_own_runtime_error(cache_dir):
-    source = candidate("dies_while_waiting")
+def test_a_candidate_killed_between_shapes_is_its_own_runtime_error(cache_dir):
+    source = candidate("dies_at_second_shape")
     result = evaluate(str(SHAPED), source, "cpu", EvalOptions(cache_dir=cache_dir, timeout_s=30))
     assert result.status == "runtime_error", result.message
     assert "killed by SIGKILL" in result.message and "out-of-memory killer" in result.message
