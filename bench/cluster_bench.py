@@ -152,15 +152,16 @@ def main() -> None:
     print(
         f"{len(jobs)} evaluations ({len(problems)} problems x {args.repeat}) per mode: {', '.join(modes)}", flush=True
     )
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine(args.device), "problems": [p.name for p in problems], "repeat": args.repeat}
     rows = []
     for mode in modes:
         rows.append(run_mode(mode, args.device, jobs))
         print(f"  {mode}: {rows[-1]['wall_s']:.1f} s, {rows[-1]['statuses']}, on {rows[-1]['gpus_used']}", flush=True)
-    overheads(rows)
+        overheads(rows)
+        # Saved after every mode, so a batch stopped by a time limit keeps the modes it finished.
+        (args.out / "cluster_bench.json").write_text(json.dumps(report | {"modes": rows}, indent=2) + "\n")
     print(markdown(rows))
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine(args.device), "problems": [p.name for p in problems], "repeat": args.repeat}
-    (args.out / "cluster_bench.json").write_text(json.dumps(report | {"modes": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -161,8 +160,6 @@ def main() -> None:
     rows = []
     for name in args.names:
         path = args.kernelbench / "KernelBench" / name
-        candidate_file = Path(tempfile.mkdtemp()) / f"candidate_{path.stem}.py"
-        candidate_file.write_text(alias_candidate(path.read_text()))
         rows.append(bench_one(path, args.device, args.harness, args.kernelbench))
         print(json.dumps(rows[-1]), flush=True)
         (args.out / "kernelbench_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -8,28 +8,49 @@ from evaluators import profile
 from evaluators.profile_report import parse_ncu_csv, parse_rocprof_csv, summarize
 from kernels.problem import load_problem
 
-# Hand-made (its header says so): ncu's raw-page layout, to be replaced by a report saved on a GPU machine.
-FIXTURE = Path(__file__).parent / "fixtures" / "ncu_raw_handmade.csv"
+# Saved from ncu on an H100 (each file's header says how), through evaluators/profile.py's own commands.
+FIXTURES = Path(__file__).parent / "fixtures"
+NORM = FIXTURES / "ncu_raw_h100_fused_residual_norm_seed.csv"
+MATMUL = FIXTURES / "ncu_raw_h100_matmul_bf16_seed.csv"
 
 
-def test_ncu_raw_csv_merges_launches_per_kernel_heaviest_first():
-    kernels = parse_ncu_csv(FIXTURE.read_text())
-    assert [k.name for k in kernels] == ["silu_gate_kernel", "residual_add_kernel", "rms_norm_row_kernel"]
-    silu = kernels[0]
-    assert silu.launches == 2 and silu.duration_ns == pytest.approx(820_000)
-    assert silu.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(88.5, abs=0.01)
-    assert silu.limiter == "registers" and kernels[2].limiter == "registers"
+def test_ncu_raw_csv_gives_each_kernel_heaviest_first_with_its_limiter():
+    kernels = parse_ncu_csv(NORM.read_text())
+    assert [k.name for k in kernels] == ["residual_add_kernel", "silu_gate_kernel", "rms_norm_row_kernel"]
+    residual = kernels[0]
+    assert residual.launches == 1 and residual.duration_ns == pytest.approx(128_480)
+    assert residual.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(90.0, abs=0.5)
+    assert residual.limiter == "warps per SM" and kernels[1].limiter == "registers"
+
+
+def test_launches_of_one_kernel_are_merged_weighted_by_their_time():
+    text = NORM.read_text()
+    header_at = next(i for i, line in enumerate(text.splitlines()) if '"Kernel Name"' in line)
+    lines = text.splitlines()
+    silu = next(line for line in lines[header_at + 2 :] if "silu_gate_kernel" in line)
+    kernels = parse_ncu_csv("\n".join([*lines, silu]))  # the same launch once more: a second call
+    merged = next(k for k in kernels if k.name == "silu_gate_kernel")
+    assert merged.launches == 2 and merged.duration_ns == pytest.approx(2 * 127_232)
+    assert merged.metrics["lts__t_sector_hit_rate.pct"] == pytest.approx(34.0, abs=0.5)
+    assert [k.name for k in kernels][0] == "silu_gate_kernel"  # now the heaviest
 
 
 def test_summary_is_bounded_and_names_the_bottleneck_evidence():
-    text = summarize(parse_ncu_csv(FIXTURE.read_text()), "ncu", top=2)
+    text = summarize(parse_ncu_csv(NORM.read_text()), "ncu", top=2)
     lines = text.splitlines()
     assert len(lines) == 3 and "3 kernel(s)" in lines[0] and "lighter ones left out" in lines[0]
     first = lines[1]
-    for part in ("silu_gate_kernel", "DRAM 2945 GB/s (88% of peak)", "SM throughput 31%", "tensor pipe 0%"):
+    for part in ("residual_add_kernel", "DRAM 3003 GB/s (90% of peak)", "SM throughput 10%", "tensor pipe 1%"):
         assert part in first, first
-    assert "occupancy 72% achieved of 100% theoretical, limited by registers, 32 registers/thread" in first
-    assert "L2 hit 14%" in first and "top stalls (cycles per issue): long_scoreboard 21.5, wait 2.1" in first
+    assert "occupancy 85% achieved of 100% theoretical, limited by warps per SM, 20 registers/thread" in first
+    assert "L2 hit 33%" in first and "top stalls (cycles per issue): long_scoreboard 182.5, drain 6.8" in first
+
+
+def test_a_tensor_core_kernel_shows_its_tensor_pipe():
+    (matmul,) = parse_ncu_csv(MATMUL.read_text())
+    line = summarize([matmul], "ncu").splitlines()[1]
+    assert "matmul_kernel: 100% of GPU time (6.289 ms" in line and "tensor pipe 23%" in line
+    assert "limited by registers, 58 registers/thread" in line
 
 
 def test_a_csv_without_the_raw_header_is_a_clear_error():
