@@ -38,15 +38,19 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
     return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
 
 
-def judge(items: list[tuple[Path, list[torch.Tensor]]], atol, rtol, max_bytes: int, device: str, chunk: int) -> list:
+def judge(
+    items: list[tuple[Path, list[torch.Tensor]]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
+) -> list:
     """Per (candidate output file, expected outputs), None when they match, else the mismatch as a dict.
 
-    Stops at the first mismatch: the parent reports the first failing trial or repetition only.
+    `read` turns a path into the candidate's tensors: a file of them, or a descriptor of device tensors shared
+    with this process. Stops at the first mismatch: the parent reports the first failing trial or repetition only.
     """
     verdicts = []
     for path, wanted in items:
+        found = None  # the last output compared is released before the next is opened
         try:
-            found = read_outputs(path, max_bytes)
+            found = read(path, max_bytes)
         except HandoffError as exc:
             mismatch = Mismatch(f"outputs unreadable: {exc}", "")
         else:

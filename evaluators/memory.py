@@ -2,7 +2,8 @@
 
 The plan says what fits at all (one input set, its outputs and the cache-flush buffer), how many fresh input sets
 the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
-inputs are copied or fingerprinted for the in-place check, and how many elements are compared at a time.
+inputs are copied or fingerprinted for the in-place check, whether its outputs are handed over on the device,
+and how many elements are compared at a time.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class MemoryPlan:
     copy_inputs: bool = True
     retained: int = 4
     retained_on_device: bool = True
+    handoff_on_device: bool = False
     compare_chunk: int = COMPARE_CHUNK
 
     def to_json(self) -> dict:
@@ -69,8 +71,15 @@ def plan_memory(
     if expected_on_device:
         room -= expected_bytes
     copy_inputs = largest.input_bytes <= room // 2
-    retained_on_device = retained * largest.output_bytes <= room // 4
+    # The candidate's trial outputs of one shape, handed over on the device (CUDA IPC), are freed before timing
+    # starts, so they share the room that the timing sets and kept outputs use later.
+    handoff_on_device = trials * largest.output_bytes <= room // 2
+    # Kept timed outputs stay on the device, fewer of them if need be: through the host, a multi-GiB output
+    # costs seconds per repetition. Only when not one fits do they go to the host.
+    fit_on_device = room // 4 // max(largest.output_bytes, 1)
+    retained_on_device = fit_on_device >= 1
     if retained_on_device:
+        retained = int(min(retained, fit_on_device))
         room -= retained * largest.output_bytes
     else:
         retained = int(max(1, min(retained, HOST_KEEP_BYTES // max(largest.output_bytes, 1))))
@@ -86,6 +95,7 @@ def plan_memory(
         copy_inputs=copy_inputs,
         retained=retained,
         retained_on_device=retained_on_device,
+        handoff_on_device=handoff_on_device,
     )
 
 

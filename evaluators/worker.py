@@ -4,7 +4,8 @@ Reports go to the parent as JSON blobs over the channel; tensors never do. Comma
 lines on the control pipe. The reference worker, which never runs candidate code, plans device memory, keeps its
 outputs for every shape and trial, and answers commands (compare, time, check repetitions) for as many candidates
 as the parent sends its way. A candidate worker is fresh for each candidate: it leaves its outputs as files in the
-handoff directory, shape by shape, then times each benchmark shape when told. Clocks and the load_inline wrapper
+handoff directory, shape by shape (or, where the memory plan allows, describes device copies of them shared
+with the reference through CUDA IPC), then times each benchmark shape when told. Clocks and the load_inline wrapper
 are installed before candidate code is imported.
 """
 
@@ -24,7 +25,8 @@ import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: be
 from evaluators import buildshim, integrity, trials
 from evaluators.channel import ChannelWriter
 from evaluators.compare import judge
-from evaluators.handoff import output_path, write_outputs
+from evaluators.device_handoff import open_shared, share_outputs
+from evaluators.handoff import output_path, read_outputs, write_outputs
 from evaluators.memory import ShapeSizes, plan_memory, unbounded_plan
 from evaluators.timing import Clocks, TimingPlan, device_key, device_lock, time_calls
 from kernels.problem import ProblemError, Shape, load_problem
@@ -50,6 +52,7 @@ class Session:
         self.clocks = Clocks(self.device)
         self.shapes = [Shape.from_json(s) for s in job["shapes"]]
         self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
+        self.shared: list[list[torch.Tensor]] = []  # outputs the reference may be reading through CUDA IPC
 
     def enter(self, stage: str) -> None:
         """Tell the parent a new stage began (its timeout starts now)."""
@@ -64,7 +67,16 @@ class Session:
         """The parent's next command, or None once it closed the control pipe (it has seen enough)."""
         self.enter("wait")
         line = self.control.readline()
+        self.shared.clear()  # the parent asks again only once the reference has compared (and dropped) them
         return json.loads(line) if line else None
+
+    def hand_over(self, path: Path, outputs: list[torch.Tensor], on_device: bool) -> None:
+        """Leave outputs for the reference: shared on the device, alive until the next command, or as a file."""
+        if on_device:
+            share_outputs(path, outputs)
+            self.shared.append(outputs)
+        else:
+            write_outputs(path, outputs)
 
     def timing_plan(self, memory: dict, retain: int, retain_all: bool) -> TimingPlan:
         job = self.job
@@ -200,7 +212,9 @@ def run_reference(session: Session) -> None:
             session.enter("compare")
             items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
             bound = max(limit, _file_bound(expected[shape][0]))
-            session.send("comparison", {"checks": judge(items, atol, rtol, bound, device, memory["compare_chunk"])})
+            read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
+            checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
+            session.send("comparison", {"checks": checks})
         elif command["cmd"] == "time":
             model = runtime.reference(job["seed"])
             facts, _ = session.timed(model, shape, session.timing_plan(memory, 0, False))
@@ -242,13 +256,14 @@ def check_reps(session: Session, command: dict, directory: Path, atol, rtol, mem
     """Redraw each kept repetition's inputs from its seed, run the reference on them, compare the candidate's output."""
     runtime, shape = session.runtime, command["shape"]
     model = runtime.reference(session.job["seed"])
+    read = open_shared if session.device == "cuda" and memory["retained_on_device"] else read_outputs
     verdicts = []
     for rep, seed in command["reps"]:
         with torch.no_grad():
             wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), session.device)
         item = (output_path(directory, shape, "rep", rep), wanted)
         bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
-        verdict = judge([item], atol, rtol, bound, session.device, memory["compare_chunk"])
+        verdict = judge([item], atol, rtol, bound, session.device, memory["compare_chunk"], read)
         verdicts.append(verdict[0])
         if verdict[0]:
             break
@@ -260,6 +275,7 @@ def run_candidate(session: Session) -> None:
     job, runtime, device = session.job, session.runtime, session.device
     memory = job["memory"]
     handoff = Path(job["handoff_dir"])
+    trials_on_device = device == "cuda" and memory["handoff_on_device"]
     session.enter("build")
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
@@ -295,8 +311,9 @@ def run_candidate(session: Session) -> None:
                 else:
                     changed[t] = trials.changed_prints(before, trials.fingerprints(args, memory["compare_chunk"]))
                 changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
-                write_outputs(output_path(handoff, i, "trial", t), trials.flatten_outputs(output))
-                del args, output
+                outputs = trials.flatten_outputs(output, device if trials_on_device else "cpu")
+                session.hand_over(output_path(handoff, i, "trial", t), outputs, trials_on_device)
+                del args, output, outputs
         session.send("outputs", {"shape": i, "modified_inputs": changed})
         models[i] = model
         if device == "cuda":
@@ -309,7 +326,9 @@ def run_candidate(session: Session) -> None:
         runtime.use_shape(session.shapes[i])
         facts, kept = session.timed(models[i], i, session.timing_plan(memory, memory["retained"], job["strict"]))
         for rep, output in kept.items():
-            write_outputs(output_path(handoff, i, "rep", rep), output)
+            session.hand_over(
+                output_path(handoff, i, "rep", rep), output, device == "cuda" and memory["retained_on_device"]
+            )
         seeds = facts.pop("seeds")
         checked = [[rep, seeds[rep]] for rep in sorted(kept)]
         del kept

@@ -17,21 +17,22 @@ def test_a_kernelbench_relu_at_full_size_fits_an_h100_with_outputs_on_the_host()
     assert plan.fits
     assert not plan.expected_on_device  # 18 GiB of reference outputs would crowd the candidate
     assert plan.copy_inputs and plan.timing_sets >= 1
-    assert plan.retained >= 1
+    # 18 GiB of candidate trial outputs are handed over on the device; two 6 GiB timed outputs are kept there.
+    assert plan.handoff_on_device and plan.retained_on_device and plan.retained == 2
 
 
 def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
     small = ShapeSizes("64x512", 64 * 512 * 4, 64 * 512 * 4)
     plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
     assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
-    assert plan.timing_sets == 4 and plan.retained == 4
+    assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device
 
 
 def test_the_largest_shape_decides():
     shapes = [ShapeSizes("small", 1 << 20, 1 << 20), ShapeSizes("big", 30 * GIB, 30 * GIB)]
     plan = plan_memory(shapes, free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
     assert plan.fits and not plan.copy_inputs  # a second 30 GiB copy would not fit: inputs are fingerprinted
-    assert plan.timing_sets == 1 and not plan.retained_on_device
+    assert plan.timing_sets == 1 and not plan.retained_on_device and not plan.handoff_on_device
 
 
 def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_bytes():

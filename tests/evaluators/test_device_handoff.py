@@ -1,0 +1,117 @@
+"""The device handoff's descriptor: every field the candidate wrote is checked before torch opens anything."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from evaluators.device_handoff import DESCRIPTOR_BYTES, open_shared
+from evaluators.handoff import HandoffError
+
+COUNTER = f"/torch_ks_test_{os.getpid()}"
+GOOD_STORAGE = {
+    "handle": "ab" * 64, "size": 4096, "offset": 0, "element_offset": 0, "counter": COUNTER,
+    "counter_offset": 0, "event": "cd" * 64, "sync": True,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def counter_file():
+    """A reference-counter file of torch's size where torch would make one, so only the field under test is wrong."""
+    path = f"/dev/shm{COUNTER}"
+    with open(path, "wb") as file:
+        file.truncate(8 * 10000)
+    yield
+    os.unlink(path)
+
+
+def _write(tmp_path, entries, name="s0-trial0.pt"):
+    path = tmp_path / name
+    path.write_text(entries if isinstance(entries, str) else json.dumps(entries))
+    return path
+
+
+def _entry(**storage):
+    return {"dtype": "float32", "shape": [32, 32], "storage": GOOD_STORAGE | storage}
+
+
+@pytest.mark.parametrize(
+    ("entries", "why"),
+    [
+        ("not json", "not a JSON descriptor"),
+        ({"dtype": "float32"}, "not describe a list"),
+        ([{"dtype": "object", "shape": [4]}], "no valid dtype and shape"),
+        ([{"dtype": "float32", "shape": [-1]}], "no valid dtype and shape"),
+        ([{"dtype": "float32", "shape": [2] * 17}], "no valid dtype and shape"),
+        ([{"dtype": "float32", "shape": [1 << 40]}], "describes over"),
+        ([{"dtype": "float32", "shape": [4]}], "has no storage"),
+        ([_entry(handle=7)], "malformed storage"),
+        ([_entry(handle="zz")], "malformed storage"),
+        ([_entry(size=100)], "invalid storage description"),  # 4 KiB of floats cannot sit in 100 bytes
+        ([_entry(element_offset=1)], "invalid storage description"),  # one element past the storage's end
+        ([_entry(size=True)], "invalid storage description"),
+        ([_entry(counter="/../../etc/passwd")], "invalid storage description"),
+        ([_entry(counter_offset=10000)], "invalid storage description"),
+        ([_entry(sync="yes")], "invalid storage description"),
+        ([_entry(counter="/torch_no_such_counter_file")], "invalid storage description"),
+    ],
+)
+def test_a_malformed_descriptor_is_the_candidates_handoff_error(tmp_path, entries, why):
+    with pytest.raises(HandoffError, match=why):
+        open_shared(_write(tmp_path, entries), max_bytes=1 << 30)
+
+
+def test_a_valid_description_reaches_torch_and_a_handle_it_cannot_open_is_the_candidates(tmp_path):
+    # Every check passes; the handle is made up, so opening it fails (there is no GPU, or no such allocation).
+    with pytest.raises(HandoffError, match="cannot be opened"):
+        open_shared(_write(tmp_path, [_entry()]), max_bytes=1 << 30)
+
+
+def test_a_link_or_an_oversized_descriptor_is_refused_unread(tmp_path):
+    target = _write(tmp_path, [], name="elsewhere.json")
+    os.symlink(target, tmp_path / "s0-trial1.pt")
+    with pytest.raises(HandoffError, match="cannot be opened"):
+        open_shared(tmp_path / "s0-trial1.pt", max_bytes=1 << 30)
+    with pytest.raises(HandoffError, match="at most"):
+        open_shared(_write(tmp_path, " " * (DESCRIPTOR_BYTES + 1)), max_bytes=1 << 30)
+
+
+def test_empty_outputs_need_no_storage(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("an empty output is still made on the GPU")
+    (empty,) = open_shared(_write(tmp_path, [{"dtype": "int32", "shape": [0, 3]}]), max_bytes=1 << 30)
+    assert empty.shape == (0, 3) and empty.is_cuda
+
+
+PRODUCER = r"""
+import sys, torch
+from pathlib import Path
+from evaluators.device_handoff import share_outputs
+outputs = [torch.arange(1 << 20, device="cuda", dtype=torch.float32).reshape(1024, 1024), torch.ones(3, device="cuda")]
+share_outputs(Path(sys.argv[1]), outputs)
+print("shared", flush=True)
+sys.stdin.readline()  # alive until the reader is done, as the candidate is until its next command
+"""
+
+
+@pytest.mark.gpu
+def test_outputs_shared_by_another_process_are_read_on_the_device(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    path = tmp_path / "s0-trial0.pt"
+    producer = subprocess.Popen(
+        [sys.executable, "-c", PRODUCER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert producer.stdout.readline().strip() == "shared"
+        found = open_shared(path, max_bytes=1 << 30)
+        assert [t.shape for t in found] == [(1024, 1024), (3,)] and all(t.is_cuda for t in found)
+        assert torch.equal(found[0].flatten(), torch.arange(1 << 20, device="cuda", dtype=torch.float32))
+        with pytest.raises(HandoffError, match="describes over"):
+            open_shared(path, max_bytes=1 << 20)  # the bound counts what the descriptor claims
+        del found
+    finally:
+        producer.communicate("done\n", timeout=60)
