@@ -46,9 +46,10 @@ start = time.perf_counter()
 result = eval_kernel_against_ref(source, sys.argv[3], num_correct_trials=5, num_perf_trials=100,
                                  measure_performance=True, device=0, backend="cuda")
 wall = time.perf_counter() - start
+# Its runtime fields hold the mean in ms (a comment there says us; the 4096^2 matmul's 2.7 ms says ms).
 print(json.dumps({"wall_s": wall, "correct": bool(result and result.correctness),
-                  "runtime_ms": result.runtime / 1e3 if result else None,
-                  "ref_runtime_ms": result.ref_runtime / 1e3 if result and result.ref_runtime > 0 else None}))
+                  "runtime_ms": result.runtime if result else None,
+                  "ref_runtime_ms": result.ref_runtime if result and result.ref_runtime > 0 else None}))
 """
 
 

@@ -133,7 +133,8 @@ def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbyt
         tensor = torch.empty(0, dtype=dtype, device="cuda")
         return tensor.set_(opened, element_offset, shape, _contiguous_strides(shape))
     except Exception as exc:  # whatever torch or the driver raises for a handle it cannot open is the candidate's
-        raise HandoffError(f"{name}: output {i} cannot be opened ({type(exc).__name__})") from None
+        first = next(iter(str(exc).splitlines()), "")[:200]
+        raise HandoffError(f"{name}: output {i} cannot be opened ({type(exc).__name__}: {first})") from None
 
 
 def _counter_file(name: str) -> bool:

