@@ -15,7 +15,7 @@ import shutil
 import time
 from contextlib import ExitStack
 
-from evaluators import verdicts
+from evaluators import spares, verdicts
 from evaluators.channel import ChannelError
 from evaluators.handoff import handoff_dir
 from evaluators.options import EvalOptions
@@ -23,7 +23,6 @@ from evaluators.reference_pool import EnvironmentFailure, reference_for
 from evaluators.reports import WorkerReport
 from evaluators.result import EvalResult
 from evaluators.sandbox import Worker, WorkerFailure
-from evaluators.spares import candidate_worker
 from evaluators.static import check_source
 from evaluators.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.trials import trial_plan
@@ -73,24 +72,32 @@ def evaluate(
         "cache_dir": str(options.cache_dir),
         **options.model_dump(include=WORKER_OPTIONS),
     }
-    reference = reference_for(problem, device, options, job | {"nonce": 0})
-    result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
-    memory = reference.ready["memory"]
-    if not memory["fits"]:
-        return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
-    with ExitStack() as cleanup:
-        outcome = _judge(problem, shapes, candidate_source, device, options, result, reference, job, cleanup)
+    toolchain = toolchain_key()
+    # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
+    # evaluation to get ready for the next one.
+    candidate = spares.claim(options, toolchain, device)
+    try:
+        reference = reference_for(problem, device, options, job | {"nonce": 0})
+        result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
+        memory = reference.ready["memory"]
+        if not memory["fits"]:
+            return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+        with ExitStack() as cleanup:
+            outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
+    finally:
+        if not candidate.assigned:
+            spares.give_back(candidate, options, toolchain, device)
     outcome.stages["total"] = time.perf_counter() - started
     return outcome
 
 
-def _judge(problem, shapes, source, device, options, result, reference, job, cleanup) -> EvalResult:
+def _judge(problem, shapes, source, candidate, options, result, reference, job, cleanup) -> EvalResult:
     memory, meta = reference.ready["memory"], reference.ready
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
     job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff), "nonce": random.getrandbits(30)}
-    candidate = candidate_worker(job, source, options, toolchain_key(), device)
+    candidate.assign(job, source)
     cleanup.callback(candidate.close)
     plan = trial_plan(options.seed, options.trials)
     for i, shape in enumerate(shapes):

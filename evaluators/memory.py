@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 GIB = 1 << 30
-# Room for the other worker's CUDA context, the allocator's slack and kernels' own workspaces.
-RESERVE_BYTES = GIB
+# Room for the CUDA contexts of the other worker and of a spare starting beside them (about 0.5 GiB each on an
+# H100), the allocator's slack and kernels' own workspaces.
+RESERVE_BYTES = 2 * GIB
 # Elements compared at a time: float64 working copies of 32 M elements take 256 MiB each.
 COMPARE_CHUNK = 32 << 20
 MAX_TIMING_SETS = 4

@@ -104,6 +104,7 @@ class Worker:
         self._queue: queue.Queue = queue.Queue()
         self.marks: dict[str, float] = {}
         self.stage, self.stage_start = "startup", time.perf_counter()
+        self.assigned = False  # a process that was given a job is never handed another
         self.stage_seconds: dict[str, float] = {}
         self._finished: dict[str, float] = {}  # seconds of each stage's completed visits
         threading.Thread(target=self._read_channel, args=(chan_r,), daemon=True).start()
@@ -113,6 +114,7 @@ class Worker:
         if candidate_source is not None:
             (self.scratch / "candidate.py").write_text(candidate_source)
         self.stage, self.stage_start = "startup", time.perf_counter()
+        self.assigned = True
         self.tell({"job": job})
 
     def _read_channel(self, fd: int) -> None:
