@@ -22,7 +22,7 @@ import stat
 
 import torch
 
-from evaluators.handoff import HandoffError
+from evaluators.handoff import HandoffError, untrusted_file
 
 _SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
 _OPEN = torch.UntypedStorage._new_shared_cuda
@@ -72,7 +72,7 @@ def open_shared(path, max_bytes: int) -> list[torch.Tensor]:
         if not isinstance(entry, dict) or entry.get("dtype") not in DTYPES or not _dims(entry.get("shape")):
             raise HandoffError(f"{path.name}: output {i} has no valid dtype and shape")
         dtype, shape = DTYPES[entry["dtype"]], entry["shape"]
-        nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+        nbytes = math.prod(shape) * dtype.itemsize
         total += nbytes
         if total > max_bytes:
             raise HandoffError(f"{path.name} describes over {max_bytes} bytes of outputs")
@@ -84,17 +84,8 @@ def open_shared(path, max_bytes: int) -> list[torch.Tensor]:
 
 
 def _descriptor(path):
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise HandoffError(f"{path.name} cannot be opened ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > DESCRIPTOR_BYTES:
-            raise HandoffError(f"{path.name} is not a descriptor file of at most {DESCRIPTOR_BYTES} bytes")
-        raw = os.pread(fd, info.st_size, 0)
-    finally:
-        os.close(fd)
+    with untrusted_file(path, DESCRIPTOR_BYTES) as (fd, size):
+        raw = os.pread(fd, size, 0)
     try:
         return json.loads(raw)
     except ValueError:
@@ -114,12 +105,11 @@ def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbyt
         counter, counter_offset, sync = storage["counter"], storage["counter_offset"], storage["sync"]
     except (KeyError, TypeError, ValueError):
         raise HandoffError(f"{name}: output {i} has a malformed storage") from None
-    itemsize = torch.empty(0, dtype=dtype).element_size()
     valid = (
         0 < len(handle) <= MAX_HANDLE_BYTES
         and len(event) <= MAX_HANDLE_BYTES
         and all(type(v) is int and v >= 0 for v in (size, offset, element_offset, counter_offset))
-        and element_offset * itemsize + nbytes <= size
+        and element_offset * dtype.itemsize + nbytes <= size
         and type(sync) is bool
         and counter_offset < REF_COUNTER_SLOTS
         and isinstance(counter, str)
@@ -131,7 +121,7 @@ def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbyt
     try:
         opened = _OPEN(torch.cuda.current_device(), handle, size, offset, counter.encode(), counter_offset, event, sync)
         tensor = torch.empty(0, dtype=dtype, device="cuda")
-        return tensor.set_(opened, element_offset, shape, _contiguous_strides(shape))
+        return tensor.set_(opened, element_offset, shape)  # strides left out: contiguous
     except Exception as exc:  # whatever torch or the driver raises for a handle it cannot open is the candidate's
         first = next(iter(str(exc).splitlines()), "")[:200]
         raise HandoffError(f"{name}: output {i} cannot be opened ({type(exc).__name__}: {first})") from None
@@ -144,11 +134,3 @@ def _counter_file(name: str) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and info.st_size >= 8 * REF_COUNTER_SLOTS
-
-
-def _contiguous_strides(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return list(reversed(strides))

@@ -12,6 +12,8 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -68,10 +70,14 @@ class _BoundedFile(io.RawIOBase):
         return got
 
 
-def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
-    """Reference side: the tensors in `path`, read without trusting anything about the file."""
+@contextmanager
+def untrusted_file(path: Path, max_bytes: int) -> Iterator[tuple[int, int]]:
+    """An open descriptor on `path` and its size, once it is known to be a regular file of at most `max_bytes`.
+
+    No link is followed, and a FIFO put in the file's place cannot hang the reader (O_NONBLOCK; regular files
+    ignore it). Anything else is a HandoffError: the file is the candidate's claim.
+    """
     try:
-        # O_NONBLOCK: a FIFO put in the file's place must not hang the reader; regular files ignore it.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise HandoffError(f"{path.name} cannot be opened ({exc.strerror})") from None
@@ -81,14 +87,20 @@ def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
             raise HandoffError(f"{path.name} is not a regular file")
         if info.st_size > max_bytes:
             raise HandoffError(f"{path.name} holds {info.st_size} bytes, over the {max_bytes}-byte limit")
+        yield fd, info.st_size
+    finally:
+        os.close(fd)
+
+
+def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
+    """Reference side: the tensors in `path`, read without trusting anything about the file."""
+    with untrusted_file(path, max_bytes) as (fd, size):
         try:
             # Straight from the file into the tensors' storage: no second 256 MiB copy in between.
-            stream = io.BufferedReader(_BoundedFile(fd, info.st_size), 1 << 20)
+            stream = io.BufferedReader(_BoundedFile(fd, size), 1 << 20)
             loaded = torch.load(stream, map_location="cpu", weights_only=True)
         except Exception as exc:  # any malformed file is the candidate's, whatever the loader raises
             raise HandoffError(f"{path.name} is not a readable tensor file ({type(exc).__name__})") from None
-    finally:
-        os.close(fd)
     if not isinstance(loaded, list) or not all(type(t) is torch.Tensor for t in loaded):
         raise HandoffError(f"{path.name} does not hold a list of tensors")
     return loaded
