@@ -126,7 +126,7 @@ def bench_one(path: Path, device: str, with_harness: bool, kernelbench: Path) ->
                 results.append(evaluate(str(path), candidate, device, EvalOptions()))
             except EnvironmentFailure as failure:
                 close_all()
-                return row | {"status": "environment", "message": str(failure)[:200], "peak_mib": peak.peak_mib}
+                return row | {"status": "environment", "message": str(failure)[:600], "peak_mib": peak.peak_mib}
             walls.append(time.perf_counter() - start)
     close_all()
     result = results[-1]

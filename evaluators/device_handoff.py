@@ -19,6 +19,7 @@ import math
 import os
 import re
 import stat
+from contextlib import nullcontext
 
 import torch
 
@@ -26,6 +27,7 @@ from evaluators.handoff import HandoffError, untrusted_file
 
 _SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
 _OPEN = torch.UntypedStorage._new_shared_cuda
+_MEM_POOL, _USE_MEM_POOL, _EMPTY_CACHE = torch.cuda.MemPool, torch.cuda.use_mem_pool, torch.cuda.empty_cache
 _DUMPS = json.dumps
 
 DESCRIPTOR_BYTES = 1 << 16
@@ -44,6 +46,40 @@ DTYPES = {
     )
     if hasattr(torch, name)
 }  # fmt: skip
+
+
+class HeldOutputs:
+    """The candidate's outputs kept alive for the reference, in device memory of their own.
+
+    Copied through the caching allocator's shared pool, a kept output is carved from whatever cached segment is
+    free, often the multi-GiB block the allocator was poisoned with or an input set's. Each kept output then pins
+    its whole segment after the rest was freed: on the H100, three trial outputs of KernelBench's RMSNorm kept
+    over 60 GiB and the reference ran out of memory. In a pool of their own they pin nothing else, and releasing
+    them gives all of it back to the driver.
+    """
+
+    def __init__(self, device: str):
+        self.device = device
+        self.pool = None
+        self.outputs: list[list[torch.Tensor]] = []
+
+    def allocating(self, on_device: bool = True):
+        """A context in which device allocations (the kept copies only) come from this pool."""
+        if self.device != "cuda" or not on_device:
+            return nullcontext()
+        if self.pool is None:
+            self.pool = _MEM_POOL()
+        return _USE_MEM_POOL(self.pool)
+
+    def hold(self, outputs: list[torch.Tensor]) -> None:
+        self.outputs.append(outputs)
+
+    def release(self) -> None:
+        """Drop every held output; the pool's memory goes back to the driver."""
+        self.outputs.clear()
+        if self.pool is not None:
+            self.pool = None  # a MemPool's cached segments are freed once it is gone
+            _EMPTY_CACHE()
 
 
 def share_outputs(path, outputs: list[torch.Tensor]) -> None:

@@ -83,10 +83,13 @@ def rep_seed(nonce: int, shape: int, rep: int) -> int:
     return (nonce * 1_000_003 + shape * 10_007 + rep) % (2**31 - 1)
 
 
-def time_calls(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int):
-    """Time `call(args)` on fresh inputs per repetition; returns timing facts and {rep: outputs} kept for checking."""
+def time_calls(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int, keep):
+    """Time `call(args)` on fresh inputs per repetition; returns timing facts and {rep: outputs} kept for checking.
+
+    `keep(on_device)` is the context the kept copies are made in (the candidate's pool of held outputs).
+    """
     timer = _CudaTimer if clocks.device == "cuda" else _InterpreterTimer
-    return timer(call, fresh_inputs, plan, clocks, mark, nonce, shape).run()
+    return timer(call, fresh_inputs, plan, clocks, mark, nonce, shape, keep).run()
 
 
 class _Reservoir:
@@ -97,8 +100,8 @@ class _Reservoir:
     entropy, which nothing the candidate saw decides): exactly `size` copies.
     """
 
-    def __init__(self, size: int, keep_all: bool, device: str, reps: int, on_host: bool):
-        self.size, self.keep_all, self.device = size, keep_all, device
+    def __init__(self, size: int, keep_all: bool, device: str, reps: int, on_host: bool, keep):
+        self.size, self.keep_all, self.device, self.keep = size, keep_all, device, keep
         self.kept: dict[int, list[torch.Tensor]] = {}
         self.rng = random.Random()  # seeded from the OS
         self.chosen = set(self.rng.sample(range(reps), min(size, reps))) if on_host and not keep_all else None
@@ -108,21 +111,25 @@ class _Reservoir:
         self.seen += 1
         if self.chosen is not None:
             if rep in self.chosen:
-                self.kept[rep] = flatten_outputs(output, self.device)
+                self._store(rep, output)
             return
         if self.keep_all or len(self.kept) < self.size:
-            self.kept[rep] = flatten_outputs(output, self.device)
+            self._store(rep, output)
             return
         slot = self.rng.randrange(self.seen)
         if slot < self.size:
             del self.kept[self.rng.choice(list(self.kept))]
+            self._store(rep, output)
+
+    def _store(self, rep: int, output) -> None:
+        with self.keep(self.device != "cpu"):
             self.kept[rep] = flatten_outputs(output, self.device)
 
 
 class _Timer:
-    def __init__(self, call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int):
+    def __init__(self, call, fresh_inputs, plan: TimingPlan, clocks: Clocks, mark, nonce: int, shape: int, keep):
         self.call, self.fresh_inputs, self.plan, self.clocks, self.mark = call, fresh_inputs, plan, clocks, mark
-        self.nonce, self.shape = nonce, shape
+        self.nonce, self.shape, self.keep = nonce, shape, keep
         self.alive: list[list] = []  # input sets kept allocated, so addresses come from a shuffled pool
         self.rng = random.Random()
         self.drawn = 0
@@ -152,7 +159,9 @@ class _Timer:
 
 class _InterpreterTimer(_Timer):
     def run(self):
-        reservoir = _Reservoir(max(self.plan.retain, self.plan.cpu_reps), True, "cpu", self.plan.cpu_reps, False)
+        reservoir = _Reservoir(
+            max(self.plan.retain, self.plan.cpu_reps), True, "cpu", self.plan.cpu_reps, False, self.keep
+        )
         times, seeds = [], []
         self.call(self.next_inputs())  # warm-up (the interpreter's first call parses the kernel)
         for rep in range(self.plan.cpu_reps):
@@ -183,7 +192,7 @@ class _CudaTimer(_Timer):
             reps = min(reps, max(plan.retain, 3))
         seeds = []
         on_host = plan.retained_device == "cpu"
-        reservoir = _Reservoir(plan.retain, plan.retain_all, plan.retained_device, reps, on_host)
+        reservoir = _Reservoir(plan.retain, plan.retain_all, plan.retained_device, reps, on_host, self.keep)
         starts = [clocks.Event(enable_timing=True) for _ in range(reps)]
         ends = [clocks.Event(enable_timing=True) for _ in range(reps)]
         clocks.sync()

@@ -25,7 +25,7 @@ import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: be
 from evaluators import buildshim, integrity, trials
 from evaluators.channel import ChannelWriter
 from evaluators.compare import judge
-from evaluators.device_handoff import open_shared, share_outputs
+from evaluators.device_handoff import HeldOutputs, open_shared, share_outputs
 from evaluators.handoff import output_path, read_outputs, write_outputs
 from evaluators.memory import ShapeSizes, plan_memory, unbounded_plan
 from evaluators.timing import Clocks, TimingPlan, device_key, device_lock, time_calls
@@ -52,7 +52,7 @@ class Session:
         self.clocks = Clocks(self.device)
         self.shapes = [Shape.from_json(s) for s in job["shapes"]]
         self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
-        self.shared: list[list[torch.Tensor]] = []  # outputs the reference may be reading through CUDA IPC
+        self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
 
     def enter(self, stage: str) -> None:
         """Tell the parent a new stage began (its timeout starts now)."""
@@ -67,14 +67,14 @@ class Session:
         """The parent's next command, or None once it closed the control pipe (it has seen enough)."""
         self.enter("wait")
         line = self.control.readline()
-        self.shared.clear()  # the parent asks again only once the reference has compared (and dropped) them
+        self.held.release()  # the parent asks again only once the reference has compared (and dropped) them
         return json.loads(line) if line else None
 
     def hand_over(self, path: Path, outputs: list[torch.Tensor], on_device: bool) -> None:
         """Leave outputs for the reference: shared on the device, alive until the next command, or as a file."""
         if on_device:
             share_outputs(path, outputs)
-            self.shared.append(outputs)
+            self.held.hold(outputs)
         else:
             write_outputs(path, outputs)
 
@@ -110,6 +110,7 @@ class Session:
                     mark or self.channel.mark,
                     self.job["nonce"],
                     shape,
+                    keep=self.held.allocating,
                 )
             self.clocks.sync()
         return facts, kept
@@ -311,7 +312,8 @@ def run_candidate(session: Session) -> None:
                 else:
                     changed[t] = trials.changed_prints(before, trials.fingerprints(args, memory["compare_chunk"]))
                 changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
-                outputs = trials.flatten_outputs(output, device if trials_on_device else "cpu")
+                with session.held.allocating(trials_on_device):
+                    outputs = trials.flatten_outputs(output, device if trials_on_device else "cpu")
                 session.hand_over(output_path(handoff, i, "trial", t), outputs, trials_on_device)
                 del args, output, outputs
         session.send("outputs", {"shape": i, "modified_inputs": changed})
@@ -321,6 +323,9 @@ def run_candidate(session: Session) -> None:
         if i + 1 < len(session.shapes) and session.command() is None:
             return  # the parent stops at the first failing shape
     while (command := session.command()) is not None:
+        if command["cmd"] == "release":  # command() has dropped the held outputs and emptied their pool
+            session.send("released", {})
+            continue
         i = command["shape"]
         session.shape_name = session.shapes[i].name
         runtime.use_shape(session.shapes[i])

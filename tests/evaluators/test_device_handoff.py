@@ -1,5 +1,6 @@
 """The device handoff's descriptor: every field the candidate wrote is checked before torch opens anything."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from evaluators.device_handoff import DESCRIPTOR_BYTES, open_shared
+from evaluators.device_handoff import DESCRIPTOR_BYTES, HeldOutputs, open_shared
 from evaluators.handoff import HandoffError
 
 COUNTER = f"/torch_ks_test_{os.getpid()}"
@@ -89,9 +90,13 @@ def test_empty_outputs_need_no_storage(tmp_path):
 PRODUCER = r"""
 import sys, torch
 from pathlib import Path
-from evaluators.device_handoff import share_outputs
-outputs = [torch.arange(1 << 20, device="cuda", dtype=torch.float32).reshape(1024, 1024), torch.ones(3, device="cuda")]
+from evaluators.device_handoff import HeldOutputs, share_outputs
+held = HeldOutputs("cuda")
+with held.allocating():  # as the candidate keeps them: in a pool of their own
+    big = torch.arange(1 << 20, device="cuda", dtype=torch.float32).reshape(1024, 1024)
+    outputs = [big, torch.ones(3, device="cuda")]
 share_outputs(Path(sys.argv[1]), outputs)
+held.hold(outputs)
 print("shared", flush=True)
 sys.stdin.readline()  # alive until the reader is done, as the candidate is until its next command
 """
@@ -115,3 +120,32 @@ def test_outputs_shared_by_another_process_are_read_on_the_device(tmp_path):
         del found
     finally:
         producer.communicate("done\n", timeout=60)
+
+
+@pytest.mark.gpu
+def test_a_held_output_pins_no_segment_it_did_not_need():
+    """A small output kept after a large cached block was freed lands in its own pool, not in that block."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    torch.cuda.empty_cache()
+    base = torch.cuda.memory_reserved()
+
+    def keep_after_a_large_block(held):
+        big = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")  # like the poisoned block
+        del big
+        with held.allocating() if held else contextlib.nullcontext():
+            kept = torch.ones(1 << 20, device="cuda")
+        torch.cuda.empty_cache()
+        return kept, torch.cuda.memory_reserved() - base
+
+    kept, pinned = keep_after_a_large_block(None)
+    assert pinned >= 1 << 30  # through the shared pool the 4 MiB output keeps the whole 1 GiB block
+    del kept
+    torch.cuda.empty_cache()
+    held = HeldOutputs("cuda")
+    kept, pinned = keep_after_a_large_block(held)
+    held.hold([kept])
+    del kept
+    assert pinned < 64 << 20
+    held.release()
+    assert torch.cuda.memory_reserved() == base
