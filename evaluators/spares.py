@@ -1,22 +1,29 @@
 """Pre-started candidate processes: Python, torch and the CUDA context are ready before a candidate arrives.
 
 A spare has run no candidate code; it takes exactly one candidate and is then discarded, so each candidate still
-runs in a fresh process. An evaluation claims its spare as it begins, before the reference is ready, and that
-starts the next one: the next evaluation's start-up overlaps the whole of this one, reference start included.
+runs in a fresh process. An evaluation claims the oldest spare as it begins, before the reference is ready, and
+starts one to take its place: each spare has the evaluations ahead of it in the queue to get ready.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+from collections import deque
 
 from evaluators.options import EvalOptions
 from evaluators.sandbox import Worker
+from evaluators.toolchain import device_kind
 
 # The options that shape a worker's process and environment (what a spare must have been started with).
 PROCESS_OPTIONS = {"cache_dir", "pid_namespace", "output_cap_kb", "timeout_s", "build_timeout_s", "lock_timeout_s"}
+# Spares kept waiting per device. On an H100 host a worker took about 10 s to import torch and open its context,
+# against 3-6 s for an evaluation: one spare was still starting when the next evaluation claimed it. Each waiting
+# spare holds a CUDA context (about 0.5 GiB) and a process's memory. On the CPU one does: the two-core machines
+# the tests run on would only slow down under more.
+DEPTH = {"cuda": 3, "cpu": 1}
 
-_spares: dict[str, Worker] = {}
+_spares: dict[str, deque[Worker]] = {}
 _lock = threading.Lock()
 
 
@@ -25,11 +32,13 @@ def _key(options: EvalOptions, toolchain: str, device: str) -> str:
 
 
 def claim(options: EvalOptions, toolchain: str, device: str) -> Worker:
-    """A started candidate process for the evaluation beginning now: the waiting spare if one matches, else new."""
+    """A started candidate process for the evaluation beginning now: the oldest waiting spare, else a new one."""
     key = _key(options, toolchain, device)
     with _lock:
-        spare = _spares.pop(key, None)
-        _spares[key] = Worker("candidate", options, toolchain, device)
+        queue = _spares.setdefault(key, deque())
+        spare = queue.popleft() if queue else None
+        while len(queue) < DEPTH[device_kind(device)]:
+            queue.append(Worker("candidate", options, toolchain, device))
     if spare is None or spare.proc.poll() is not None:
         spare = Worker("candidate", options, toolchain, device)
     return spare
@@ -39,8 +48,9 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
     """A claimed process the evaluation did not use (it ended before the candidate ran) waits again, if needed."""
     key = _key(options, toolchain, device)
     with _lock:
-        if not worker.assigned and worker.proc.poll() is None and key not in _spares:
-            _spares[key] = worker
+        queue = _spares.setdefault(key, deque())
+        if not worker.assigned and worker.proc.poll() is None and len(queue) < DEPTH[device_kind(device)]:
+            queue.appendleft(worker)  # the oldest: it is the readiest
             return
     worker.close()
 
@@ -49,6 +59,7 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
 def close_all() -> None:
     """End every waiting spare (their control pipe closes and they exit)."""
     with _lock:
-        for spare in _spares.values():
-            spare.close()
+        for queue in _spares.values():
+            for spare in queue:
+                spare.close()
         _spares.clear()

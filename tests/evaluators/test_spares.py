@@ -6,7 +6,23 @@ from evaluators.toolchain import toolchain_key
 
 
 def _waiting(options):
-    return spares._spares.get(spares._key(options, toolchain_key(), "cpu"))
+    """The one spare waiting on the CPU (its depth is one), or None."""
+    queue = spares._spares.get(spares._key(options, toolchain_key(), "cpu"))
+    return queue[0] if queue else None
+
+
+def test_the_oldest_spare_is_claimed_and_the_queue_is_topped_up(tmp_path, monkeypatch):
+    monkeypatch.setitem(spares.DEPTH, "cpu", 2)
+    options = EvalOptions(cache_dir=tmp_path)
+    key = spares._key(options, toolchain_key(), "cpu")
+    first = spares.claim(options, toolchain_key(), "cpu")  # nothing waited: a process of its own, two spares started
+    older, newer = spares._spares[key]
+    assert first not in (older, newer)
+    second = spares.claim(options, toolchain_key(), "cpu")
+    assert second is older and list(spares._spares[key])[0] is newer and len(spares._spares[key]) == 2
+    for worker in (first, second):
+        worker.close()
+    spares.close_all()
 
 
 def test_a_claim_starts_the_next_spare_and_an_unused_claim_is_not_kept_twice(tmp_path):
