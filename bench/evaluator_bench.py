@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators import EvalOptions, evaluate, reference_pool, spares  # noqa: E402
 from evaluators.toolchain import device_kind, resolve_device  # noqa: E402
 from kernels.problem import bundled_problems, import_problem_module, load_problem  # noqa: E402
 
@@ -160,14 +160,19 @@ def main() -> None:
     names = args.problems or [n for n in bundled_problems() if load_problem(n).seed_path]
     rows = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="ks-bench-cache-") as cache:
-        for name in names:
-            if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
-                rows.append({"problem": name, "status": "not run", "message": f"past the {args.budget_s:g} s budget"})
-                continue
-            rows.append(bench_problem(name, device, args.repeats, Path(cache)))
-            print(json.dumps(rows[-1]), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ks-bench-cache-") as cache:
+        try:
+            for name in names:
+                if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
+                    rows.append({"problem": name, "status": "not run", "message": f"past the {args.budget_s:g} s"})
+                    continue
+                rows.append(bench_problem(name, device, args.repeats, Path(cache)))
+                print(json.dumps(rows[-1]), flush=True)
+                (args.out / "evaluator_bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        finally:  # waiting spares and reference workers use the cache directory: they go before it does
+            spares.close_all()
+            reference_pool.close_all()
     (args.out / "evaluator_bench.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     print(json.dumps(machine()))
     print(table(rows, args.repeats))

@@ -21,9 +21,12 @@ PROCESS_OPTIONS = {"cache_dir", "pid_namespace", "output_cap_kb", "timeout_s", "
 # against 3-6 s for an evaluation: one spare was still starting when the next evaluation claimed it. Each waiting
 # spare holds a CUDA context (about 0.5 GiB) and a process's memory. On the CPU one does: the two-core machines
 # the tests run on would only slow down under more.
+# The queue grows with the claims a process makes, so one that evaluates once (the CLI, a Ray task's fresh worker
+# process) starts one spare, not three.
 DEPTH = {"cuda": 3, "cpu": 1}
 
 _spares: dict[str, deque[Worker]] = {}
+_claims: dict[str, int] = {}
 _lock = threading.Lock()
 
 
@@ -37,7 +40,8 @@ def claim(options: EvalOptions, toolchain: str, device: str) -> Worker:
     with _lock:
         queue = _spares.setdefault(key, deque())
         spare = queue.popleft() if queue else None
-        while len(queue) < DEPTH[device_kind(device)]:
+        _claims[key] = _claims.get(key, 0) + 1
+        while len(queue) < min(DEPTH[device_kind(device)], _claims[key]):
             queue.append(Worker("candidate", options, toolchain, device))
     if spare is None or spare.proc.poll() is not None:
         spare = Worker("candidate", options, toolchain, device)
@@ -63,3 +67,4 @@ def close_all() -> None:
             for spare in queue:
                 spare.close()
         _spares.clear()
+        _claims.clear()

@@ -11,16 +11,18 @@ def _waiting(options):
     return queue[0] if queue else None
 
 
-def test_the_oldest_spare_is_claimed_and_the_queue_is_topped_up(tmp_path, monkeypatch):
+def test_the_queue_grows_with_the_claims_and_gives_the_oldest_spare(tmp_path, monkeypatch):
     monkeypatch.setitem(spares.DEPTH, "cpu", 2)
     options = EvalOptions(cache_dir=tmp_path)
     key = spares._key(options, toolchain_key(), "cpu")
-    first = spares.claim(options, toolchain_key(), "cpu")  # nothing waited: a process of its own, two spares started
-    older, newer = spares._spares[key]
-    assert first not in (older, newer)
-    second = spares.claim(options, toolchain_key(), "cpu")
-    assert second is older and list(spares._spares[key])[0] is newer and len(spares._spares[key]) == 2
-    for worker in (first, second):
+    first = spares.claim(options, toolchain_key(), "cpu")  # nothing waited: a process of its own and one spare
+    (older,) = spares._spares[key]
+    second = spares.claim(options, toolchain_key(), "cpu")  # the second claim: two wait from now on
+    assert second is older and first is not older and len(spares._spares[key]) == 2
+    newer = spares._spares[key][0]
+    third = spares.claim(options, toolchain_key(), "cpu")
+    assert third is newer and len(spares._spares[key]) == 2
+    for worker in (first, second, third):
         worker.close()
     spares.close_all()
 
