@@ -1,0 +1,100 @@
+"""Our timing loop against triton.testing.do_bench on the 8192^3 bf16 matmul, with SM clock and power per phase.
+
+`python bench/do_bench_clocks.py [REP_MS]` on a GPU: alternates our timer (fresh inputs and a cache flush per
+repetition, as the evaluator times) with do_bench (the same inputs back to back) three times, then a 1 s do_bench
+and ours once more, polling nvidia-smi every 50 ms. Written to find out why our median of a power-limited GEMM
+can be several per cent below do_bench's.
+"""
+
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import triton.testing  # noqa: E402
+
+from evaluators.timing import Clocks, TimingPlan, time_calls  # noqa: E402
+from kernels.problem import load_problem  # noqa: E402
+from kernels.runtime import problem_runtime  # noqa: E402
+
+samples = []
+
+
+def poll(stop):
+    q = ["nvidia-smi", "--id=0", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader,nounits"]
+    while not stop.is_set():
+        out = subprocess.run(q, capture_output=True, text=True).stdout.strip().split(", ")
+        samples.append((time.perf_counter(), *map(float, out)))
+        stop.wait(0.05)
+
+
+def phase(name, fn):
+    t0 = time.perf_counter()
+    ms = fn()
+    t1 = time.perf_counter()
+    s = [x for x in samples if t0 <= x[0] <= t1]
+    print(
+        f"{name:10s} median {ms:.4f} ms  sm {statistics.mean(x[1] for x in s):.0f} MHz  "
+        f"power {statistics.mean(x[2] for x in s):.0f} W  temp {s[-1][3]:.0f} C  ({t1 - t0:.2f} s, {len(s)} samples)",
+        flush=True,
+    )
+
+
+problem = load_problem("kernels/problems/matmul_bf16.py")
+rt = problem_runtime(problem, "cuda")
+rt.use_shape(problem.shapes("cuda")[0])
+model = rt.reference(42)
+args = rt.inputs(1042, "normal")
+plan = TimingPlan(
+    warmup_ms=25,
+    rep_ms=float(sys.argv[1]) if len(sys.argv) > 1 else 200,
+    min_reps=20,
+    max_reps=2000,
+    cpu_reps=3,
+    flush_mb=512,
+    timing_sets=4,
+    retain=0,
+)
+
+
+def ours():
+    with torch.no_grad():
+        facts, _ = time_calls(
+            lambda a: model(*a),
+            lambda s: rt.inputs(s, "normal"),
+            plan,
+            Clocks("cuda"),
+            lambda _: None,
+            7,
+            0,
+            lambda _: nullcontext(),
+        )
+    return statistics.median(facts["times_ms"])
+
+
+def dob():
+    with torch.no_grad():
+        return triton.testing.do_bench(lambda: model(*args), return_mode="median")
+
+
+def dob_long():
+    with torch.no_grad():
+        return triton.testing.do_bench(lambda: model(*args), warmup=500, rep=1000, return_mode="median")
+
+
+stop = threading.Event()
+th = threading.Thread(target=poll, args=(stop,), daemon=True)
+th.start()
+time.sleep(1)
+for _ in range(3):
+    phase("ours", ours)
+    phase("do_bench", dob)
+phase("do_bench1s", dob_long)
+phase("ours", ours)
+stop.set()
