@@ -1,7 +1,8 @@
 """The Ray executor: each evaluation a Ray task on one GPU of a cluster, retried elsewhere if its worker or node dies.
 
 The problem travels as a bundle of text files and the candidate as its source; on the node the task unpacks the
-problem into a temporary directory and calls `evaluate()`, which runs reference and candidate in their own
+problem once into the node's cache (by digest, so a reused worker process finds its warm reference worker) and
+calls `evaluate()`, which runs reference and candidate in their own
 sandboxed processes on the task's one GPU, as it does locally. Only options the caller set travel: the cache
 directory and the environment-derived defaults are the node's own. The result comes back as a dict and is
 rebuilt as an EvalResult; the driver alone writes archives and journals.
@@ -14,11 +15,9 @@ from __future__ import annotations
 import itertools
 import os
 import socket
-import tempfile
 import threading
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlparse
 
 import ray
@@ -29,7 +28,7 @@ from evaluators.evaluate import evaluate
 from evaluators.executor import ClusterError, ExecutorProgress, InfrastructureError, placement
 from evaluators.options import EvalOptions
 from evaluators.result import EvalResult
-from kernels.bundle import pack_problem, unpack_problem
+from kernels.bundle import pack_problem, unpack_once
 from kernels.problem import Problem
 
 # A worker process or a node that died under an evaluation: the machinery's failure, never the candidate's
@@ -120,9 +119,9 @@ def evaluate_on_node(bundle: dict, source: str, options: dict, device: str, key:
         ray.get(board.started.remote(key, where))  # before any work: a death after this is known to be on this node
     except ray_errors.RayError:
         pass  # the board serves progress and retries; the evaluation goes on without it
-    with tempfile.TemporaryDirectory(prefix="ks-problem-") as scratch:
-        problem = unpack_problem(bundle, Path(scratch))
-        result = (runner or evaluate)(problem, source, device, EvalOptions(**options))
+    options = EvalOptions(**options)
+    problem = unpack_once(bundle, options.cache_dir / "problems")  # the node's cache: the same path every time
+    result = (runner or evaluate)(problem, source, device, options)
     result.node, result.gpu = node, gpu
     return result.model_dump(mode="json")
 

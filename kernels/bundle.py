@@ -9,6 +9,9 @@ beyond which files belong to the problem.
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -37,6 +40,34 @@ def unpack_problem(bundle: dict, into: Path) -> Problem:
     problem = load_problem(write_bundle(bundle, into))
     if problem.digest != bundle["digest"]:
         raise ProblemError(f"problem {bundle['name']} changed in transit (digest {problem.digest})")
+    return problem
+
+
+def unpack_once(bundle: dict, root: Path) -> Problem:
+    """The bundle laid out under `root/<digest>` once per machine, and loaded from there.
+
+    Every task that brings the same problem finds it at the same path, so the warm reference worker started for
+    it (keyed on the path) serves the next task too. It is written in a staging folder and renamed into place:
+    tasks running side by side never see half a problem.
+    """
+    digest = str(bundle.get("digest", ""))
+    if not re.fullmatch(r"[0-9a-f]{8,64}", digest):
+        raise ProblemError(f"problem {bundle.get('name')!r} has no valid digest")
+    home = root / digest
+    if not home.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+        try:
+            unpack_problem(bundle, staging)
+            os.rename(staging, home)
+        except OSError:
+            if not home.is_dir():  # not a task beside this one that got there first
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    problem = load_problem(home / _safe_relpath(bundle["path"]))
+    if problem.digest != digest:
+        raise ProblemError(f"problem {bundle['name']}: {home} was changed on this machine (digest {problem.digest})")
     return problem
 
 

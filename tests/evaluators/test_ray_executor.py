@@ -22,6 +22,7 @@ from evaluators import EvalOptions, evaluate  # noqa: E402
 from evaluators.executor import ClusterError, InfrastructureError, make_executor  # noqa: E402
 from evaluators.journal import Journal  # noqa: E402
 from evaluators.ray_executor import RayExecutor, node_options  # noqa: E402
+from evaluators.result import EvalResult  # noqa: E402
 from kernels.problem import ProblemError, load_problem  # noqa: E402
 from tests.evaluators.conftest import PROBLEM, candidate  # noqa: E402
 
@@ -117,6 +118,22 @@ def test_progress_shows_queued_running_per_node_and_done(local_ray, tmp_path):
         done = ex.progress()
         assert (done.queued, done.running, done.done, done.retried) == (0, {}, 3, 0)
         assert "0 queued | running: none | 3 done" == done.line()
+    finally:
+        ex.close()
+
+
+def where_the_problem_is(problem, source, device, options):
+    """A runner that reports the path the node loaded the problem from."""
+    return EvalResult(problem=problem.name, device=device, status="compile_error", message=str(problem.path))
+
+
+def test_every_task_finds_the_problem_at_one_path_on_its_node(local_ray):
+    """So a reused worker process keeps its warm reference worker, which is keyed on the path."""
+    ex = RayExecutor("ray", "cpu", runner=where_the_problem_is)
+    try:
+        futures = [ex.submit(load_problem(PROBLEM), candidate("torch_only"), OPTIONS) for _ in range(3)]
+        paths = {future.result().message for future in futures}
+        assert len(paths) == 1 and Path(os.environ["KS_CACHE_DIR"]) in Path(paths.pop()).parents
     finally:
         ex.close()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernels.bundle import pack_problem, unpack_problem, write_bundle
+from kernels.bundle import pack_problem, unpack_once, unpack_problem, write_bundle
 from kernels.problem import Problem, ProblemError, load_problem
 
 
@@ -60,3 +60,16 @@ def test_a_bundle_altered_in_transit_is_refused(tmp_path):
     bundle["files"]["row_softmax.py"] += "\n# changed\n"
     with pytest.raises(ProblemError, match="changed in transit"):
         unpack_problem(bundle, tmp_path)
+
+
+def test_a_bundle_is_laid_out_once_per_machine_at_a_path_named_by_its_digest(tmp_path):
+    bundle = pack_problem(load_problem("fused_residual_norm"))
+    first = unpack_once(bundle, tmp_path / "problems")
+    again = unpack_once(bundle, tmp_path / "problems")
+    assert first.path == again.path == tmp_path / "problems" / bundle["digest"] / "fused_residual_norm.py"
+    assert [p.name for p in (tmp_path / "problems").iterdir()] == [bundle["digest"]]  # no staging folder left
+    first.path.write_text(first.path.read_text() + "\n# edited on the node\n")
+    with pytest.raises(ProblemError, match="was changed on this machine"):
+        unpack_once(bundle, tmp_path / "problems")
+    with pytest.raises(ProblemError, match="no valid digest"):
+        unpack_once(bundle | {"digest": "../../etc"}, tmp_path / "problems")
