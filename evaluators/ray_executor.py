@@ -1,8 +1,11 @@
-"""The Ray executor: each evaluation a Ray task on one GPU of a cluster, retried elsewhere if its worker or node dies.
+"""The Ray executor: evaluations on the GPUs of a Ray cluster, retried elsewhere if a worker or node dies.
 
-The problem travels as a bundle of text files and the candidate as its source; on the node the task unpacks the
-problem once into the node's cache (by digest, so a reused worker process finds its warm reference worker) and
-calls `evaluate()`, which runs reference and candidate in their own
+Each GPU the executor uses is held by a slot, a Ray actor asking for that one GPU, for as long as evaluations keep
+it busy: its process keeps the problem's warm reference worker and the waiting candidate spares, as the local path
+does. (As plain Ray tasks, a GPU evaluation got a fresh worker process and started all of them cold.) A slot idle
+for IDLE_RELEASE_S goes, so the GPU returns to the cluster. The problem travels as a bundle of text files and the
+candidate as its source; the slot unpacks the problem once into its node's cache (by digest) and calls
+`evaluate()`, which runs reference and candidate in their own
 sandboxed processes on the task's one GPU, as it does locally. Only options the caller set travel: the cache
 directory and the environment-derived defaults are the node's own. The result comes back as a dict and is
 rebuilt as an EvalResult; the driver alone writes archives and journals.
@@ -12,18 +15,20 @@ Importing this module imports Ray; `evaluators.executor.make_executor` does so o
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import threading
+import time
+from collections import deque
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 import ray
 from ray import exceptions as ray_errors
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, NodeLabelSchedulingStrategy, NotIn
+from ray.util.scheduling_strategies import NodeLabelSchedulingStrategy, NotIn
 
+from evaluators import reference_pool, spares
 from evaluators.evaluate import evaluate
 from evaluators.executor import ClusterError, ExecutorProgress, InfrastructureError, placement
 from evaluators.options import EvalOptions
@@ -31,9 +36,10 @@ from evaluators.result import EvalResult
 from kernels.bundle import pack_problem, unpack_once
 from kernels.problem import Problem
 
-# A worker process or a node that died under an evaluation: the machinery's failure, never the candidate's
-# (a candidate that crashes its own sandbox is a runtime_error inside a task that ends normally).
+# A slot's process or a node that died under an evaluation: the machinery's failure, never the candidate's
+# (a candidate that crashes its own sandbox is a runtime_error inside a call that ends normally).
 LOST = (
+    ray_errors.RayActorError,
     ray_errors.WorkerCrashedError,
     ray_errors.NodeDiedError,
     ray_errors.LocalRayletDiedError,
@@ -44,6 +50,8 @@ LOST = (
 NODE_ID_LABEL = "ray.io/node-id"
 CONNECT_TIMEOUT_S = 5.0
 DEFAULT_ATTEMPTS = 3
+IDLE_RELEASE_S = 60.0
+CAPACITY_EVERY_S = 5.0  # how often a saturated executor asks whether the cluster grew
 
 
 def connect(cluster: str) -> bool:
@@ -94,36 +102,31 @@ def cluster_device(device: str) -> str:
     return "cuda"  # cuda:N names a GPU of this host; on a cluster each task gets whichever GPU Ray assigns
 
 
-@ray.remote(num_cpus=0)
-class PlacementBoard:
-    """Where each attempt started: tasks post (node, GPU) here before evaluating; the driver reads it back."""
+class EvaluationSlot:
+    """One GPU (one CPU on the CPU path) of the cluster, as a Ray actor: evaluations run here one at a time."""
 
-    def __init__(self):
-        self.events: list[tuple[str, dict]] = []
+    def __init__(self, device: str, runner=None):
+        self.device, self.runner = device, runner  # runner: what runs instead of evaluate(); tests put faults there
+        gpu_ids = ray.get_gpu_ids()
+        node, gpu = placement(device, str(gpu_ids[0]) if gpu_ids else None)
+        self.where = {"node": node, "node_id": ray.get_runtime_context().get_node_id(), "gpu": gpu}
 
-    def started(self, key: str, where: dict) -> None:
-        """Record that attempt `key` runs at `where`."""
-        self.events.append((key, where))
+    def place(self) -> dict:
+        """Where this slot runs: the host, Ray's node id and the GPU."""
+        return self.where
 
-    def since(self, seen: int) -> list[tuple[str, dict]]:
-        """The records after the first `seen`."""
-        return self.events[seen:]
+    def evaluate(self, bundle: dict, source: str, options: dict) -> dict:
+        """Unpack the problem once per node, evaluate, return the result as a dict."""
+        options = EvalOptions(**options)
+        problem = unpack_once(bundle, options.cache_dir / "problems")  # one path per problem: its warm reference
+        result = (self.runner or evaluate)(problem, source, self.device, options)
+        result.node, result.gpu = self.where["node"], self.where["gpu"]
+        return result.model_dump(mode="json")
 
-
-def evaluate_on_node(bundle: dict, source: str, options: dict, device: str, key: str, board, runner=None) -> dict:
-    """The Ray task: announce its placement, unpack the problem into a node-local temp dir, evaluate, return a dict."""
-    gpu_ids = ray.get_gpu_ids()
-    node, gpu = placement(device, str(gpu_ids[0]) if gpu_ids else None)
-    where = {"node": node, "node_id": ray.get_runtime_context().get_node_id(), "gpu": gpu}
-    try:
-        ray.get(board.started.remote(key, where))  # before any work: a death after this is known to be on this node
-    except ray_errors.RayError:
-        pass  # the board serves progress and retries; the evaluation goes on without it
-    options = EvalOptions(**options)
-    problem = unpack_once(bundle, options.cache_dir / "problems")  # the node's cache: the same path every time
-    result = (runner or evaluate)(problem, source, device, options)
-    result.node, result.gpu = node, gpu
-    return result.model_dump(mode="json")
+    def close(self) -> None:
+        """End the warm reference workers and spares this process started."""
+        reference_pool.close_all()
+        spares.close_all()
 
 
 def node_options(options: EvalOptions | None) -> dict:
@@ -137,7 +140,6 @@ def node_options(options: EvalOptions | None) -> dict:
 class Evaluation:
     """One submitted evaluation across its attempts."""
 
-    number: int
     bundle: object  # the ObjectRef of the problem's bundle
     source: str
     options: dict
@@ -146,16 +148,30 @@ class Evaluation:
     failed_nodes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
-    @property
-    def key(self) -> str:
-        """The current attempt's name on the placement board."""
-        return f"{self.number}.{self.attempts}"
+
+@dataclass
+class Slot:
+    """The driver's view of one slot actor: starting (where unknown), idle, or running one evaluation."""
+
+    handle: object
+    ready: object  # the ObjectRef of place(), until it resolves
+    where: dict | None = None
+    running: Evaluation | None = None
+    idle_since: float = field(default_factory=time.monotonic)
 
 
 class RayExecutor:
-    """Evaluations as Ray tasks: one GPU each (one CPU on the CPU path), retried on another node when lost."""
+    """Evaluations on slots of one GPU each (one CPU on the CPU path), retried on another node when lost."""
 
-    def __init__(self, cluster: str, device: str = "auto", *, max_attempts: int = DEFAULT_ATTEMPTS, runner=None):
+    def __init__(
+        self,
+        cluster: str,
+        device: str = "auto",
+        *,
+        max_attempts: int = DEFAULT_ATTEMPTS,
+        runner=None,
+        idle_release_s: float = IDLE_RELEASE_S,
+    ):
         self.cluster = cluster
         self._started_ray = connect(cluster)
         try:
@@ -163,100 +179,140 @@ class RayExecutor:
         except ClusterError:
             self._shutdown_ray()
             raise
-        self.max_attempts = max_attempts
-        self._runner = runner  # what runs on the node instead of evaluate(); tests put faults in front of it
-        gpu = self.device == "cuda"
-        # Retries are ours (max_retries=0), so that a retry can avoid the node that failed. A GPU task gets a fresh
-        # worker process (max_calls=1): CUDA, once initialised in a process, keeps the GPUs it saw first, and Ray
-        # gives the next task on a reused worker another GPU through CUDA_VISIBLE_DEVICES.
-        self._task = ray.remote(num_cpus=1, num_gpus=int(gpu), max_retries=0, max_calls=int(gpu))(evaluate_on_node)
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-        self._board = PlacementBoard.options(scheduling_strategy=here).remote()
+        self.max_attempts, self.idle_release_s = max_attempts, idle_release_s
+        self._runner = runner
+        # Retries are ours (no restarts, no task retries), so that a retry can avoid the node that failed.
+        self._slot_class = ray.remote(
+            num_cpus=1, num_gpus=int(self.device == "cuda"), max_restarts=0, max_task_retries=0
+        )(EvaluationSlot)
+        self._slots: list[Slot] = []
+        self._queue: deque[Evaluation] = deque()
+        self._calls: dict[object, Slot] = {}  # evaluate() refs in flight, by the slot running them
         self._bundles: dict[tuple[str, str], object] = {}
-        self._pending: dict[object, Evaluation] = {}
-        self._where: dict[str, dict] = {}
-        self._seen = 0
-        self._done = self._retried = 0
-        self._numbers = itertools.count()
+        self._done = self._retried = self._start_failures = 0
+        self._capacity_at, self._capacity_seen = -CAPACITY_EVERY_S, 0
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._dispatcher = threading.Thread(target=self._dispatch, name="ks-ray-dispatch", daemon=True)
         self._dispatcher.start()
 
     def submit(self, problem: Problem, source: str, options: EvalOptions | None = None) -> Future[EvalResult]:
-        """Queue one evaluation as a Ray task; the future raises InfrastructureError when it is lost for good."""
+        """Queue one evaluation; the future raises InfrastructureError when it is lost for good."""
         if self._closed.is_set():
             raise RuntimeError("the Ray executor is closed")
         future: Future[EvalResult] = Future()
         future.set_running_or_notify_cancel()
-        evaluation = Evaluation(next(self._numbers), self._bundle(problem), source, node_options(options), future)
-        self._launch(evaluation)
+        with self._lock:
+            self._queue.append(Evaluation(self._bundle(problem), source, node_options(options), future))
         return future
 
     def _bundle(self, problem: Problem):
-        """The problem's bundle in Ray's object store, put there once per problem."""
+        """The problem's bundle in Ray's object store, put there once per problem (called under the lock)."""
         key = (str(problem.path), problem.digest)
-        with self._lock:
-            if key not in self._bundles:
-                self._bundles[key] = ray.put(pack_problem(problem))
-            return self._bundles[key]
-
-    def _launch(self, evaluation: Evaluation) -> None:
-        evaluation.attempts += 1
-        strategy = "DEFAULT"
-        if evaluation.failed_nodes:  # soft: another node when there is one, the same node when it is the only one
-            strategy = NodeLabelSchedulingStrategy({}, soft={NODE_ID_LABEL: NotIn(*evaluation.failed_nodes)})
-        ref = self._task.options(name="ks-evaluate", scheduling_strategy=strategy).remote(
-            evaluation.bundle, evaluation.source, evaluation.options, self.device, evaluation.key, self._board,
-            self._runner,
-        )  # fmt: skip
-        with self._lock:
-            self._pending[ref] = evaluation
+        if key not in self._bundles:
+            self._bundles[key] = ray.put(pack_problem(problem))
+        return self._bundles[key]
 
     def _dispatch(self) -> None:
-        """Collect finished tasks, resubmit lost ones, resolve futures: the one thread that waits on Ray."""
+        """The one thread that talks to the slots: start, assign, collect, retry, release."""
         while not self._closed.is_set():
-            with self._lock:
-                refs = list(self._pending)
-            if not refs:
-                self._closed.wait(0.1)
-                continue
             try:
-                ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0.25, fetch_local=False)
+                self._step()
             except (ConnectionError, ray_errors.RayError) as error:  # the driver lost the cluster itself
                 self._fail_all(InfrastructureError(f"evaluation not judged: the driver lost the cluster ({error})"))
                 return
-            self._read_board()
-            for ref in ready:
+
+    def _step(self) -> None:
+        with self._lock:
+            starting = {slot.ready: slot for slot in self._slots if slot.where is None}
+            waiting = [*starting, *self._calls]
+        if waiting:
+            ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0.1, fetch_local=False)
+        else:
+            self._closed.wait(0.1)
+            ready = []
+        for ref in ready:
+            if ref in starting:
+                self._started(starting[ref])
+            else:
                 self._finish(ref)
+        self._assign()
+        self._release_idle()
 
-    def _fail_all(self, error: Exception) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            self._done += len(pending)
-        for evaluation in pending.values():
-            evaluation.future.set_exception(error)
-
-    def _read_board(self) -> None:
+    def _started(self, slot: Slot) -> None:
         try:
-            events = ray.get(self._board.since.remote(self._seen), timeout=10)
-        except ray_errors.RayError:
-            return  # placements are for progress and retries; evaluations go on without them
+            where = ray.get(slot.ready)
+        except LOST as error:  # it died starting, or its node did: another one is started while work waits
+            with self._lock:
+                self._slots.remove(slot)
+                self._start_failures += 1
+                if self._start_failures < self.max_attempts:
+                    return
+                queued, self._queue = list(self._queue), deque()
+                self._done += len(queued)
+            cause = next(iter(str(error).strip().splitlines()), type(error).__name__)
+            for evaluation in queued:
+                evaluation.future.set_exception(
+                    InfrastructureError(f"evaluation not judged: {self.max_attempts} slots failed to start ({cause})")
+                )
+            return
         with self._lock:
-            self._seen += len(events)
-            self._where.update(events)
+            slot.where, slot.idle_since = where, time.monotonic()
+            self._start_failures = 0
+
+    def _assign(self) -> None:
+        """Give queued evaluations to idle slots, away from the nodes they were lost on; start slots as needed."""
+        with self._lock:
+            nodes = {s.where["node_id"] for s in self._slots if s.where is not None}
+            for evaluation in list(self._queue):
+                idle = [s for s in self._slots if s.where is not None and s.running is None]
+                if not idle:
+                    break
+                away = [s for s in idle if s.where["node_id"] not in evaluation.failed_nodes]
+                # Back on a node it was lost on only when the cluster has no other.
+                slot = (away or (idle if nodes <= set(evaluation.failed_nodes) else []) or [None])[0]
+                if slot is None:
+                    continue
+                self._queue.remove(evaluation)
+                evaluation.attempts += 1
+                slot.running = evaluation
+                call = slot.handle.evaluate.remote(evaluation.bundle, evaluation.source, evaluation.options)
+                self._calls[call] = slot
+            short = len(self._queue) - sum(1 for s in self._slots if s.where is None)
+            if short <= 0:
+                return
+            avoid, slots = self._queue[0].failed_nodes, len(self._slots)
+        room = self._capacity() - slots  # asks the cluster: only when work waits for a slot
+        started = [self._start_slot(avoid) for _ in range(min(short, room))]
+        with self._lock:
+            self._slots.extend(started)
+
+    def _capacity(self) -> int:
+        """Slots the cluster has room for: its GPUs (its CPUs on the CPU path), asked at most every few seconds."""
+        now = time.monotonic()
+        if now - self._capacity_at > CAPACITY_EVERY_S:
+            self._capacity_at = now
+            self._capacity_seen = int(ray.cluster_resources().get("GPU" if self.device == "cuda" else "CPU", 0))
+        return self._capacity_seen
+
+    def _start_slot(self, avoid: list[str]) -> Slot:
+        strategy = "DEFAULT"
+        if avoid:  # soft: another node when there is one, the same node when it is the only one
+            strategy = NodeLabelSchedulingStrategy({}, soft={NODE_ID_LABEL: NotIn(*avoid)})
+        handle = self._slot_class.options(name=None, scheduling_strategy=strategy).remote(self.device, self._runner)
+        return Slot(handle, handle.place.remote())
 
     def _finish(self, ref) -> None:
         with self._lock:
-            evaluation = self._pending.pop(ref)
-            where = self._where.pop(evaluation.key, None)
+            slot = self._calls.pop(ref)
+            evaluation, slot.running, slot.idle_since = slot.running, None, time.monotonic()
         try:
             data = ray.get(ref)
         except LOST as error:
-            self._lost(evaluation, error, where)
+            with self._lock:
+                self._slots.remove(slot)
+            self._lost(evaluation, error, slot.where)
             return
-        except ray_errors.TaskCancelledError:
-            evaluation.future.set_exception(CancelledError("the Ray executor was closed"))
         except ray_errors.RayTaskError as error:  # evaluate() raised (a broken problem): as it would locally
             cause = getattr(error, "cause", None)
             evaluation.future.set_exception(cause if isinstance(cause, Exception) else error.as_instanceof_cause())
@@ -265,34 +321,59 @@ class RayExecutor:
         with self._lock:
             self._done += 1
 
-    def _lost(self, evaluation: Evaluation, error: Exception, where: dict | None) -> None:
+    def _lost(self, evaluation: Evaluation, error: Exception, where: dict) -> None:
         """Retry a lost attempt on another node while attempts remain; then fail it as not judged."""
-        place = f"{where['node']} ({where['gpu']})" if where else "a node it had not reached yet"
-        evaluation.failures.append(f"{type(error).__name__} on {place}")
-        if where:
-            evaluation.failed_nodes.append(where["node_id"])
-        if evaluation.attempts < self.max_attempts and not self._closed.is_set():
-            with self._lock:
+        evaluation.failures.append(f"{type(error).__name__} on {where['node']} ({where['gpu']})")
+        evaluation.failed_nodes.append(where["node_id"])
+        with self._lock:
+            if evaluation.attempts < self.max_attempts and not self._closed.is_set():
                 self._retried += 1
-            self._launch(evaluation)
-            return
+                self._queue.appendleft(evaluation)
+                return
+            self._done += 1
         lost = "; ".join(evaluation.failures)
         evaluation.future.set_exception(
             InfrastructureError(f"evaluation not judged: lost {evaluation.attempts} times ({lost})")
         )
+
+    def _release_idle(self) -> None:
+        """Slots idle for idle_release_s go (their warm workers with them): the GPU returns to the cluster."""
+        now = time.monotonic()
         with self._lock:
-            self._done += 1
+            if self._queue:
+                return
+            idle = [s for s in self._slots if s.where is not None and s.running is None]
+            gone = [s for s in idle if now - s.idle_since > self.idle_release_s]
+            for slot in gone:
+                self._slots.remove(slot)
+        self._end(gone)
+
+    def _end(self, slots: list[Slot]) -> None:
+        """Close each slot's warm workers (an idle slot answers at once), then end its actor."""
+        closing = [slot.handle.close.remote() for slot in slots if slot.running is None and slot.where is not None]
+        if closing:
+            ray.wait(closing, num_returns=len(closing), timeout=10)
+        for slot in slots:
+            ray.kill(slot.handle)
+
+    def _fail_all(self, error: Exception) -> None:
+        with self._lock:
+            pending = [*self._queue, *(slot.running for slot in self._slots if slot.running is not None)]
+            self._queue.clear()
+            self._calls.clear()
+            self._done += len(pending)
+        for evaluation in pending:
+            if not evaluation.future.done():
+                evaluation.future.set_exception(error)
 
     def progress(self) -> ExecutorProgress:
-        """Evaluations waiting for a GPU, running per node (from the placement board), done and retried."""
+        """Evaluations waiting for a GPU, running per node, done and retried."""
         with self._lock:
             running: dict[str, int] = {}
-            for evaluation in self._pending.values():
-                where = self._where.get(evaluation.key)
-                if where:
-                    running[where["node"]] = running.get(where["node"], 0) + 1
-            queued = len(self._pending) - sum(running.values())
-            return ExecutorProgress(queued=queued, running=running, done=self._done, retried=self._retried)
+            for slot in self._slots:
+                if slot.running is not None:
+                    running[slot.where["node"]] = running.get(slot.where["node"], 0) + 1
+            return ExecutorProgress(queued=len(self._queue), running=running, done=self._done, retried=self._retried)
 
     def describe(self) -> str:
         """The cluster's size now: "ray (auto): 2 nodes, 16 GPUs, 256 CPUs; one GPU per evaluation"."""
@@ -303,16 +384,14 @@ class RayExecutor:
         return f"ray ({self.cluster}): {size}; {per_task}"
 
     def close(self) -> None:
-        """Cancel what is still queued or running, stop the dispatcher, and stop Ray if this executor started it."""
+        """Fail what is still queued or running, end every slot, and stop Ray if this executor started it."""
         self._closed.set()
         self._dispatcher.join()
-        with self._lock:
-            refs = list(self._pending)
-        for ref in refs:
-            ray.cancel(ref)
         self._fail_all(CancelledError("the Ray executor was closed"))
+        with self._lock:
+            slots, self._slots = self._slots, []
         if ray.is_initialized():
-            ray.kill(self._board)
+            self._end(slots)
         self._shutdown_ray()
 
     def _shutdown_ray(self) -> None:
