@@ -75,7 +75,7 @@ def evaluate(
     toolchain = toolchain_key()
     # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
     # evaluation to get ready for the next one.
-    candidate = spares.claim(options, toolchain, device)
+    candidate = spares.claim("candidate", options, toolchain, device)
     try:
         reference = reference_for(problem, device, options, job | {"nonce": 0})
         result.stages["reference"] = time.perf_counter() - started - result.stages["static"]

@@ -1,7 +1,8 @@
 """Warm reference workers: one per (problem, device, settings), reused by every candidate of that problem.
 
 The reference's outputs for every shape and trial, and its timings, are the same for every candidate; computing
-them once takes the reference's start-up, CUDA context and work off each evaluation's critical path. Reference
+them once takes the reference's start-up, CUDA context and work off each evaluation's critical path. A new
+problem's reference takes a pre-started process (spares), so its start-up is off the path too once one waits. Reference
 workers never run candidate code, so keeping one alive costs no isolation. At most two stay warm per device.
 """
 
@@ -11,10 +12,11 @@ import atexit
 import json
 import threading
 
+from evaluators import spares
 from evaluators.channel import ChannelError
 from evaluators.options import EvalOptions
 from evaluators.reports import WorkerReport
-from evaluators.sandbox import Worker, WorkerFailure
+from evaluators.sandbox import WorkerFailure
 from evaluators.toolchain import toolchain_key
 from kernels.problem import Problem, ProblemError
 
@@ -34,7 +36,7 @@ class ReferenceWorker:
     """One warm reference process; requests are serialized, its timings cached per shape."""
 
     def __init__(self, device: str, options: EvalOptions, job: dict):
-        self.worker = Worker("reference", options, toolchain_key(), device)
+        self.worker = spares.claim("reference", options, toolchain_key(), device)
         self.worker.assign(job | {"role": "reference"})
         self.lock = threading.Lock()
         self.timings: dict[int, tuple[WorkerReport, dict]] = {}
