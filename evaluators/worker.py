@@ -401,7 +401,10 @@ def main(argv: list[str]) -> None:
     channel = ChannelWriter(int(argv[1]))
     control = int(argv[2])
     if torch.cuda.is_available():
-        torch.empty(1, device="cuda")  # the CUDA context, made while the process waits as a spare
+        # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
+        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
+        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda")):
+            torch.empty(1, device="cuda")
     first = os.fdopen(os.dup(control), "rb", buffering=0).readline()
     if not first:
         os._exit(0)  # a spare nobody claimed

@@ -8,6 +8,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from evaluators.environment import visible_device_env
 
 HOLD = """
 import sys
+import time
 from pathlib import Path
 from evaluators.timing import device_lock
 with device_lock(Path(sys.argv[1]), sys.argv[2]):
@@ -61,3 +63,35 @@ def test_a_gpu_has_one_lock_key_whether_seen_as_cuda_n_or_as_the_only_gpu():
     env = os.environ | visible_device_env(index) | {"PYTHONPATH": path}
     seen_alone = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert seen_alone.stdout.strip() == f"cuda-{torch.cuda.get_device_properties(index).uuid}", seen_alone.stderr
+
+
+def _has_cuda_context(pid: int) -> bool:
+    query = ["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"]
+    return str(pid) in subprocess.run(query, capture_output=True, text=True).stdout.split()
+
+
+@pytest.mark.gpu
+def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the_gpu(tmp_path):
+    from evaluators.options import EvalOptions
+    from evaluators.sandbox import Worker
+    from evaluators.timing import device_key, device_lock
+    from evaluators.toolchain import toolchain_key
+
+    # A reference-role worker runs in our PID namespace, so nvidia-smi names it by the pid we know.
+    with device_lock(tmp_path, device_key("cuda")):
+        worker = Worker("reference", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cuda")
+        try:
+            deadline = time.monotonic() + 30  # long enough to import torch and reach the lock
+            while time.monotonic() < deadline:
+                assert not _has_cuda_context(worker.proc.pid), "a context opened while the GPU was being timed"
+                time.sleep(0.5)
+        except BaseException:
+            worker.close()
+            raise
+    try:
+        deadline = time.monotonic() + 60
+        while not _has_cuda_context(worker.proc.pid):
+            assert time.monotonic() < deadline, "the worker never opened its context once the lock was free"
+            time.sleep(0.5)
+    finally:
+        worker.close()
