@@ -34,6 +34,10 @@ _claims: dict[str, int] = {}
 _lock = threading.Lock()
 
 
+def _depth(role: str, device: str) -> int:
+    return DEPTH[role][device_kind(device)]
+
+
 def _key(role: str, options: EvalOptions, toolchain: str, device: str) -> str:
     return f"{role}|{device}|{toolchain}|{options.model_dump_json(include=PROCESS_OPTIONS)}"
 
@@ -41,12 +45,11 @@ def _key(role: str, options: EvalOptions, toolchain: str, device: str) -> str:
 def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worker:
     """A started process of `role` ("candidate" or "reference"): the oldest waiting spare, else a new one."""
     key = _key(role, options, toolchain, device)
-    depth = DEPTH[role][device_kind(device)]
     with _lock:
         queue = _spares.setdefault(key, deque())
         spare = queue.popleft() if queue else None
         _claims[key] = _claims.get(key, 0) + 1
-        while len(queue) < min(depth, _claims[key]):
+        while len(queue) < min(_depth(role, device), _claims[key]):
             queue.append(Worker(role, options, toolchain, device))
     if spare is None or spare.proc.poll() is not None:
         spare = Worker(role, options, toolchain, device)
@@ -58,7 +61,7 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
     key = _key(worker.role, options, toolchain, device)
     with _lock:
         queue = _spares.setdefault(key, deque())
-        if not worker.assigned and worker.proc.poll() is None and len(queue) < DEPTH[worker.role][device_kind(device)]:
+        if not worker.assigned and worker.proc.poll() is None and len(queue) < _depth(worker.role, device):
             queue.appendleft(worker)  # the oldest: it is the readiest
             return
     worker.close()

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from evaluators.environment import visible_device_env
 
 HOLD = """
 import sys
-import time
 from pathlib import Path
 from evaluators.timing import device_lock
 with device_lock(Path(sys.argv[1]), sys.argv[2]):
@@ -78,20 +78,15 @@ def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the
     from evaluators.toolchain import toolchain_key
 
     # A reference-role worker runs in our PID namespace, so nvidia-smi names it by the pid we know.
-    with device_lock(tmp_path, device_key("cuda")):
-        worker = Worker("reference", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cuda")
-        try:
+    with ExitStack() as cleanup:
+        with device_lock(tmp_path, device_key("cuda")):
+            worker = Worker("reference", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cuda")
+            cleanup.callback(worker.close)
             deadline = time.monotonic() + 30  # long enough to import torch and reach the lock
             while time.monotonic() < deadline:
                 assert not _has_cuda_context(worker.proc.pid), "a context opened while the GPU was being timed"
                 time.sleep(0.5)
-        except BaseException:
-            worker.close()
-            raise
-    try:
         deadline = time.monotonic() + 60
         while not _has_cuda_context(worker.proc.pid):
             assert time.monotonic() < deadline, "the worker never opened its context once the lock was free"
             time.sleep(0.5)
-    finally:
-        worker.close()
