@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from evaluators.timing import Clocks, TimingPlan, time_calls  # noqa: E402
+from evaluators.worker.timing import Clocks, TimingPlan, time_calls  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 

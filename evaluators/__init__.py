@@ -1,7 +1,7 @@
 """Turn (problem, candidate source, device) into a measured, trustworthy EvalResult."""
 
-from evaluators.evaluate import evaluate
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult, Roofline
+from evaluators.judge.evaluate import evaluate
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult, Roofline
 
 __all__ = ["EvalOptions", "EvalResult", "Roofline", "evaluate"]

@@ -14,9 +14,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from evaluators.evaluate import EnvironmentFailure, evaluate
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
+from evaluators.judge.evaluate import EnvironmentFailure, evaluate
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
 from kernels.problem import ProblemError
 
 STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow"}

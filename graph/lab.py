@@ -9,8 +9,9 @@ from secrets import token_hex
 
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
-from evaluators.executor import Executor, make_executor
-from evaluators.options import EvalOptions
+from evaluators.executors import make_executor
+from evaluators.executors.local import Executor
+from evaluators.judge.options import EvalOptions
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
 from kernels.problem import Problem, load_problem

@@ -23,7 +23,7 @@ from agents.hypothesizer import propose_avenues, propose_plans, retrieval_querie
 from agents.notebook import archive_summary, notebook_summary, selectable_ids
 from agents.population import diversity, line_of, shape_speedups
 from agents.selector import select_parent
-from evaluators.profile import profile_summary
+from evaluators.profiling.profile import profile_summary
 from graph import lab, quarantine, strategies
 from graph.context import RunContext
 from graph.routing import device_for_slot, stop_reason

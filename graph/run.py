@@ -21,7 +21,7 @@ from rich.console import Console
 import agents
 from agents.errors import FatalLLMError
 from agents.models import DEFAULT_MODEL, parse_role_overrides
-from evaluators.executor import ClusterError, InfrastructureError, cluster_arg
+from evaluators.executors.local import ClusterError, InfrastructureError, cluster_arg
 from graph import lab
 from graph.builder import build_graph
 from graph.checkpoint import open_checkpointer

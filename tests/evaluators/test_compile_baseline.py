@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from evaluators import EvalOptions, evaluate, verdicts
-from evaluators.result import EvalResult, ShapeResult
+from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.run import options_from, parse_args
 
 GPUMODE = Path(__file__).parents[1] / "kernels" / "fixtures" / "gpumode"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from evaluators.flags import SEVERITY, STRICT_RECHECKS, STRICT_VOUCHES, Flag, strict_can_clear
-from evaluators.result import EvalResult
+from evaluators.judge.flags import SEVERITY, STRICT_RECHECKS, STRICT_VOUCHES, Flag, strict_can_clear
+from evaluators.judge.result import EvalResult
 
 
 def result(status: str, *codes: str, strict: bool = False) -> EvalResult:

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.environment import worker_env
-from evaluators.options import EvalOptions
-from evaluators.sandbox import OutputCapture, Worker, WorkerFailure
-from evaluators.toolchain import toolchain_key
+from evaluators.judge.environment import worker_env
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import OutputCapture, Worker, WorkerFailure
+from evaluators.judge.toolchain import toolchain_key
 
 
 def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):

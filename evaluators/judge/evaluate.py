@@ -15,17 +15,17 @@ import shutil
 import time
 from contextlib import ExitStack
 
-from evaluators import spares, verdicts
-from evaluators.channel import ChannelError
-from evaluators.handoff import handoff_dir
-from evaluators.options import EvalOptions
-from evaluators.reference_pool import EnvironmentFailure, reference_for
-from evaluators.reports import WorkerReport
-from evaluators.result import EvalResult
-from evaluators.sandbox import Worker, WorkerFailure
-from evaluators.static import check_source
-from evaluators.toolchain import device_kind, resolve_device, toolchain_key
-from evaluators.trials import trial_plan
+from evaluators.judge import spares, verdicts
+from evaluators.judge.channel import ChannelError
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import Worker, WorkerFailure
+from evaluators.judge.reference_pool import EnvironmentFailure, reference_for
+from evaluators.judge.reports import WorkerReport
+from evaluators.judge.result import EvalResult
+from evaluators.judge.static import check_source
+from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
+from evaluators.worker.handoff import handoff_dir
+from evaluators.worker.trials import trial_plan
 from kernels.problem import Problem, load_problem
 
 __all__ = ["EnvironmentFailure", "evaluate"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import statistics
 
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult, ShapeResult
-from evaluators.roofline import device_peaks, roofline_report
-from evaluators.sandbox import WorkerFailure
-from evaluators.toolchain import device_kind
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import WorkerFailure
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.roofline import device_peaks, roofline_report
+from evaluators.judge.toolchain import device_kind
 from kernels.problem import ProblemError, Shape
 
 # Seen from outside, one call may cost this much more than the worker's own clock says (launch, pipe latency).

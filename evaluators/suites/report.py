@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from evaluators.result import EvalResult
-from evaluators.suite_plot import speedup_histogram_svg
+from evaluators.judge.result import EvalResult
+from evaluators.suites.plot import speedup_histogram_svg
 
 FAST_P = (0.0, 1.0, 2.0)
 NOT_JUDGED = "not_judged"

@@ -14,9 +14,9 @@ from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.executor import Executor, InfrastructureError
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
+from evaluators.executors.local import Executor, InfrastructureError
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
 from kernels.problem import Problem, ProblemError
 
 

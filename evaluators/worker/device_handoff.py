@@ -23,7 +23,7 @@ from contextlib import nullcontext
 
 import torch
 
-from evaluators.handoff import HandoffError, untrusted_file
+from evaluators.worker.handoff import HandoffError, untrusted_file
 
 _SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
 _OPEN = torch.UntypedStorage._new_shared_cuda

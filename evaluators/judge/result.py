@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from evaluators.flags import Flag, sets_aside
+from evaluators.judge.flags import Flag, sets_aside
 
 # does_not_fit: one input set, its outputs and the cache flush exceed the device's memory; nobody's fault.
 Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "does_not_fit"]

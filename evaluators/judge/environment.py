@@ -6,8 +6,8 @@ import os
 import re
 from pathlib import Path
 
-from evaluators.options import EvalOptions
-from evaluators.toolchain import device_index
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.toolchain import device_index
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PASSED_ENV = {

@@ -12,12 +12,12 @@ import atexit
 import json
 import threading
 
-from evaluators import spares
-from evaluators.channel import ChannelError
-from evaluators.options import EvalOptions
-from evaluators.reports import WorkerReport
-from evaluators.sandbox import WorkerFailure
-from evaluators.toolchain import toolchain_key
+from evaluators.judge import spares
+from evaluators.judge.channel import ChannelError
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import WorkerFailure
+from evaluators.judge.reports import WorkerReport
+from evaluators.judge.toolchain import toolchain_key
 from kernels.problem import Problem, ProblemError
 
 WARM_PER_DEVICE = 2

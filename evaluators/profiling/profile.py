@@ -1,12 +1,12 @@
 """Profiler evidence on a kernel: Nsight Compute on NVIDIA, rocprofv3 on AMD, once per source, cached by its hash.
 
-The profiled program (`evaluators.profile_target`) runs one warm call of the candidate on the problem's first
+The profiled program (`evaluators.profiling.target`) runs one warm call of the candidate on the problem's first
 benchmark shape inside a sandboxed subprocess: its own scratch directory and process group, the evaluator's
 scrubbed environment (`worker_env`), a timeout. The commands, written down here and nowhere else:
 
     ncu --target-processes all --profile-from-start off --metrics <NCU_METRICS> --export REPORT --force-overwrite \
-        python -s -m evaluators.profile_target job.json
-    ncu --import REPORT.ncu-rep --csv --page raw --print-units base          (the CSV evaluators.profile_report reads)
+        python -s -m evaluators.profiling.target job.json
+    ncu --import REPORT.ncu-rep --csv --page raw --print-units base          (the CSV evaluators.profiling.report reads)
 
 On AMD (UNTESTED until it runs on an MI300):
 
@@ -28,10 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.environment import worker_env
-from evaluators.options import EvalOptions
-from evaluators.profile_report import parse_ncu_csv, parse_rocprof_csv, summarize
-from evaluators.toolchain import toolchain_key
+from evaluators.judge.environment import worker_env
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.toolchain import toolchain_key
+from evaluators.profiling.report import parse_ncu_csv, parse_rocprof_csv, summarize
 from kernels.problem import Problem
 
 NCU_METRICS = (
@@ -58,7 +58,7 @@ NCU_METRICS = (
     ),
 )  # fmt: skip
 ROCPROF_COUNTERS = ("FETCH_SIZE", "WRITE_SIZE", "TCC_HIT_sum", "TCC_MISS_sum")
-TARGET = [sys.executable, "-s", "-m", "evaluators.profile_target", "job.json"]
+TARGET = [sys.executable, "-s", "-m", "evaluators.profiling.target", "job.json"]
 TIMEOUT_S = 600.0
 ERROR_CHARS = 200
 

@@ -1,8 +1,8 @@
 """Where evaluations run: the Executor interface the graph's slots and the batches submit to, and its local kind.
 
 The local executor runs one evaluation per GPU at a time on this host (CPU: as many as asked), each through
-`evaluate()`; the Ray executor (`evaluators.ray_executor`, imported only when a cluster is asked for) implements
-the same interface. `make_executor` picks one from a `--cluster` value.
+`evaluate()`; the Ray executor (`evaluators.executors.ray`, imported only when a cluster is asked for) implements
+the same interface. `evaluators.executors.make_executor` picks one from a `--cluster` value.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import evaluators
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
-from evaluators.toolchain import device_index
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
+from evaluators.judge.toolchain import device_index
 from kernels.problem import Problem
 
 CLUSTER_SPEC = re.compile(r"local|ray|auto|ray://[^\s:/]+:\d+")
@@ -99,8 +99,8 @@ class LocalExecutor:
         with self._lock:
             self._counts.update(queued=-1, running=1)
         try:
-            # Looked up at call time, so a spy on evaluators.evaluate sees every local evaluation.
-            result = evaluators.evaluate(problem, source, device, options)
+            # Looked up at call time, so a spy on evaluators.judge.evaluate sees every local evaluation.
+            result = evaluators.judge.evaluate(problem, source, device, options)
             result.node, result.gpu = placement(device)
             return result
         finally:
@@ -163,23 +163,3 @@ def cluster_arg(text: str) -> str:
         return cluster_spec(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def make_executor(cluster: str | None, device: str = "auto", *, cpu_slots: int = 1) -> Executor:
-    """The executor for a `--cluster` value: None or "local" evaluates on this host, the others on Ray.
-
-    Local: one slot per GPU of `device` (`cuda:N` is one slot), or `cpu_slots` CPU slots. Ray: connects now,
-    so an unreachable cluster is a ClusterError before any work is spent.
-    """
-    if cluster in (None, "local"):
-        devices = local_devices(device)
-        return LocalExecutor(devices * cpu_slots if devices == ["cpu"] else devices)
-    try:
-        cluster_spec(cluster)
-    except ValueError as error:
-        raise ClusterError(str(error)) from None
-    try:
-        from evaluators.ray_executor import RayExecutor
-    except ImportError:
-        raise ClusterError(f"--cluster {cluster} needs Ray: pip install -e '.[cluster]'") from None
-    return RayExecutor(cluster, device)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluators.result import Roofline
+from evaluators.judge.result import Roofline
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Worker process (`python -m evaluators.worker CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
+"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
 
 Reports go to the parent as JSON blobs over the channel; tensors never do. Commands come from the parent as JSON
 lines on the control pipe. The reference worker, which never runs candidate code, plans device memory, keeps its
@@ -22,13 +22,13 @@ from pathlib import Path
 import torch
 import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: before the watch, not mistaken for tampering
 
-from evaluators import buildshim, integrity, trials
-from evaluators.channel import ChannelWriter
-from evaluators.compare import judge
-from evaluators.device_handoff import HeldOutputs, open_shared, share_outputs
-from evaluators.handoff import output_path, read_outputs, write_outputs
-from evaluators.memory import ShapeSizes, plan_memory, unbounded_plan
-from evaluators.timing import Clocks, TimingPlan, device_key, device_lock, time_calls
+from evaluators.judge.channel import ChannelWriter
+from evaluators.worker import buildshim, integrity, trials
+from evaluators.worker.compare import judge
+from evaluators.worker.device_handoff import HeldOutputs, open_shared, share_outputs
+from evaluators.worker.handoff import output_path, read_outputs, write_outputs
+from evaluators.worker.memory import ShapeSizes, plan_memory, unbounded_plan
+from evaluators.worker.timing import Clocks, TimingPlan, device_key, device_lock, time_calls
 from kernels.problem import ProblemError, Shape, load_problem
 from kernels.runtime import problem_runtime
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from evaluators.integrity import check
-from evaluators.trials import flatten_outputs
+from evaluators.worker.integrity import check
+from evaluators.worker.trials import flatten_outputs
 
 
 class Clocks:

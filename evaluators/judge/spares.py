@@ -13,9 +13,9 @@ import atexit
 import threading
 from collections import deque
 
-from evaluators.options import EvalOptions
-from evaluators.sandbox import Worker
-from evaluators.toolchain import device_kind
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import Worker
+from evaluators.judge.toolchain import device_kind
 
 # The options that shape a worker's process and environment (what a spare must have been started with).
 PROCESS_OPTIONS = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.handoff import HandoffError, read_outputs
+from evaluators.worker.handoff import HandoffError, read_outputs
 
 # (atol, rtol) when neither the options nor the problem say: tight for fp32, looser for half types.
 # fp8 outputs have no sensible default; problems that return fp8 set ATOL/RTOL themselves.

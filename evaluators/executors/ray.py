@@ -10,7 +10,7 @@ sandboxed processes on the task's one GPU, as it does locally. Only options the 
 directory and the environment-derived defaults are the node's own. The result comes back as a dict and is
 rebuilt as an EvalResult; the driver alone writes archives and journals.
 
-Importing this module imports Ray; `evaluators.executor.make_executor` does so only when a cluster is asked for.
+Importing this module imports Ray; `evaluators.executors.make_executor` does so only when a cluster is asked for.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import ray
 from ray import exceptions as ray_errors
 from ray.util.scheduling_strategies import NodeLabelSchedulingStrategy, NotIn
 
-from evaluators import reference_pool, spares
-from evaluators.evaluate import evaluate
-from evaluators.executor import ClusterError, ExecutorProgress, InfrastructureError, placement
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
+from evaluators.executors.local import ClusterError, ExecutorProgress, InfrastructureError, placement
+from evaluators.judge import reference_pool, spares
+from evaluators.judge.evaluate import evaluate
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
 from kernels.bundle import pack_problem, unpack_once
 from kernels.problem import Problem
 

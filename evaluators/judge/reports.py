@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from evaluators.channel import ChannelError
+from evaluators.judge.channel import ChannelError
 
 
 @dataclass

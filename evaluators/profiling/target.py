@@ -1,7 +1,7 @@
-"""The program a profiler runs (`python -m evaluators.profile_target job.json`): one warm, marked call of a kernel.
+"""The program a profiler runs (`python -m evaluators.profiling.target job.json`): one warm, marked call of a kernel.
 
-Runs candidate code, so only the sandboxed subprocess of `evaluators.profile` starts it. The call is made on the
-problem's first benchmark shape after two warm-up calls (compilation, autotuning), between cudaProfilerStart and
+Runs candidate code, so only the sandboxed subprocess of `evaluators.profiling.profile` starts it. The call is made
+on the problem's first benchmark shape after two warm-up calls (compilation, autotuning), between cudaProfilerStart and
 cudaProfilerStop, under the device's timing lock so no evaluation is timed while the profiler replays kernels.
 A source without the candidate entry (the reference's own file) profiles the reference.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.timing import device_key, device_lock
+from evaluators.worker.timing import device_key, device_lock
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
 
