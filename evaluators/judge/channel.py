@@ -1,54 +1,65 @@
-"""The worker-to-parent channel: framed marks (stage changes, timing windows) and JSON reports over a pipe."""
+"""The parent's side of the channel: one bounded frame per command, read against the parent's own deadline.
+
+Nothing is read ahead: a worker that writes frames nobody asked for fills its own pipe (the kernel bounds it) and
+is caught when the parent next looks (`unsolicited`), so a flood costs the parent no memory.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-import struct
+import select
+import time
 
-MARK, BLOB = b"M", b"B"
-_HEADER = struct.Struct(">cQ")
+from evaluators.worker.replies import HEADER
+
+REPLY_LIMIT = 1 << 20  # a reply is JSON metadata; outputs travel as files or device handles, never here
 
 
 class ChannelError(RuntimeError):
-    """The stream broke the framing or a size limit: the worker misbehaved."""
+    """The worker broke the protocol: a bad frame, one nobody asked for, or one over the size limit."""
 
 
-class ChannelWriter:
-    """Child side; binds os.write before candidate code can replace it."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self._write = os.write
-
-    def mark(self, text: str) -> None:
-        """A short event the parent timestamps on arrival (stage:NAME, wall:begin, wall:end)."""
-        self._send(MARK, text.encode())
-
-    def blob(self, payload: bytes) -> None:
-        """A report: JSON bytes (event and metadata); tensors travel as files, never over the channel."""
-        self._send(BLOB, payload)
-
-    def _send(self, tag: bytes, payload: bytes) -> None:
-        view = memoryview(_HEADER.pack(tag, len(payload)) + payload)
-        while view:
-            view = view[self._write(self.fd, view) :]
+class ChannelClosed(Exception):
+    """The worker's end closed (it died or exited)."""
 
 
-def read_frames(fd: int, max_bytes: int):
-    """Parent side: yield (tag, payload) until EOF; raises ChannelError on a bad frame."""
-    with os.fdopen(fd, "rb", buffering=1 << 16) as stream:
-        while True:
-            header = stream.read(_HEADER.size)
-            if not header:
-                return
-            if len(header) < _HEADER.size:
-                raise ChannelError("truncated frame header")
-            tag, size = _HEADER.unpack(header)
-            if tag not in (MARK, BLOB):
-                raise ChannelError(f"unknown frame tag {tag!r}")
-            if size > max_bytes:
-                raise ChannelError(f"a {size}-byte result is over the {max_bytes}-byte limit")
-            payload = stream.read(size)
-            if len(payload) < size:
-                raise ChannelError("truncated frame")
-            yield tag, payload
+class ChannelTimeout(Exception):
+    """No whole reply before the deadline."""
+
+
+def unsolicited(fd: int) -> bool:
+    """Whether bytes (or the end of the stream) wait on the channel while no command is outstanding."""
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def read_reply(fd: int, command_id: int, deadline: float) -> tuple[str, dict]:
+    """The reply to command `command_id`, by `deadline` (perf_counter): (event, meta)."""
+    (size,) = HEADER.unpack(_read_exactly(fd, HEADER.size, deadline))
+    if size > REPLY_LIMIT:
+        raise ChannelError(f"a {size}-byte reply, over the {REPLY_LIMIT}-byte limit")
+    try:
+        data = json.loads(_read_exactly(fd, size, deadline))
+    except (ValueError, RecursionError) as exc:
+        raise ChannelError(f"a reply that is not JSON ({type(exc).__name__})") from None
+    if not (isinstance(data, dict) and isinstance(data.get("event"), str) and isinstance(data.get("meta"), dict)):
+        raise ChannelError("a reply without an event and its metadata")
+    if data.get("id") != command_id:
+        raise ChannelError("a reply to a command the parent did not send (a forged or early frame)")
+    return data["event"], data["meta"]
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    chunks, left = [], size
+    while left:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0 or not select.select([fd], [], [], min(remaining, 3600))[0]:
+            if time.perf_counter() >= deadline:
+                raise ChannelTimeout
+            continue
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise ChannelClosed
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)

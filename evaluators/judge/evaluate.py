@@ -1,29 +1,30 @@
 """evaluate(): the cascade of static checks, build, correctness and timing per shape, each stage under a timeout.
 
 A warm reference worker (reference_pool) holds the reference's outputs for every shape and trial and its timings;
-a fresh candidate worker runs the candidate. The candidate leaves its outputs as files, shape by shape; the
-reference, which never runs candidate code, compares them on its own device. Each benchmark shape is then timed
-on fresh inputs per repetition, and the outputs of repetitions sampled after they ran are checked by the
-reference on the very inputs they were given.
+a fresh candidate worker runs the candidate, one command at a time. The candidate leaves its outputs as files or
+device handles, shape by shape; the reference, which never runs candidate code, compares them on its own device.
+Each benchmark shape is then timed on inputs drawn from a nonce the parent reveals with the command; the parent's
+own clock around that command bounds what the candidate's timer may claim (judge/wall.py), and every timed
+repetition's output is checked, by sketch, by the reference on the very inputs it was given.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
+import math
 import shutil
 import time
 from contextlib import ExitStack
 
 from evaluators.judge import spares, verdicts
-from evaluators.judge.channel import ChannelError
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.process import Worker, WorkerFailure
+from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import EnvironmentFailure, reference_for
-from evaluators.judge.reports import WorkerReport
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
+from evaluators.judge.timing_plan import chosen_after, timing_commands
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
+from evaluators.worker.device_lock import LockTimeout
 from evaluators.worker.handoff import handoff_dir
 from evaluators.worker.trials import trial_plan
 from kernels.problem import Problem, load_problem
@@ -77,13 +78,16 @@ def evaluate(
     # evaluation to get ready for the next one.
     candidate = spares.claim("candidate", options, toolchain, device)
     try:
-        reference = reference_for(problem, device, options, job | {"nonce": 0})
+        reference = reference_for(problem, device, options, job)
         result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
         memory = reference.ready["memory"]
         if not memory["fits"]:
             return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
         with ExitStack() as cleanup:
-            outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
+            try:
+                outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
+            except Stopped as stopped:
+                outcome = stopped.result
     finally:
         if not candidate.assigned:
             spares.give_back(candidate, options, toolchain, device)
@@ -91,86 +95,123 @@ def evaluate(
     return outcome
 
 
+class Stopped(Exception):
+    """The candidate failed, crashed or broke the protocol: `result` holds the finished verdict."""
+
+    def __init__(self, result: EvalResult):
+        super().__init__(result.message)
+        self.result = result
+
+
 def _judge(problem, shapes, source, candidate, options, result, reference, job, cleanup) -> EvalResult:
     memory, meta = reference.ready["memory"], reference.ready
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
-    job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff), "nonce": random.getrandbits(30)}
-    candidate.assign(job, source)
+    job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff)}
     cleanup.callback(candidate.close)
+    ask = _Asker(candidate, result)
+    ask.send(lambda: candidate.assign(job, source, "build"))
     plan = trial_plan(options.seed, options.trials)
+    evidence = {}
     for i, shape in enumerate(shapes):
-        outputs = _candidate_report(candidate, result, "outputs")
-        if isinstance(outputs, EvalResult):
-            return outputs
+        ask({"cmd": "build", "shape": i}, "built", "build")
+        outputs = ask({"cmd": "trials", "shape": i}, "outputs", "correctness")
+        if not isinstance(outputs.meta.get("modified_inputs"), dict):
+            raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
+        evidence = outputs.meta.get("evidence") or {}
         checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
         _remove(handoff, f"s{i}-trial*")
         if not verdicts.check_shape(
             result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
         ):
             return result
-        if i + 1 < len(shapes):
-            candidate.tell({"cmd": "continue"})
-    result.stages["correctness"] = candidate.stage_seconds.get("correctness", 0.0)
+    verdicts.judge_evidence(result, evidence)
     if not options.timing:
         return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
     for i, shape in enumerate(shapes):
         if shape.kind != "benchmark":
             continue
         # The candidate's held outputs go back to the driver before the reference times: its timing sets need the room.
-        candidate.tell({"cmd": "release"})
-        released = _candidate_report(candidate, result, "released")
-        if isinstance(released, EvalResult):
-            return released
-        reference_timing = reference.timing(i)
-        candidate.marks.clear()
-        candidate.tell({"cmd": "time", "shape": i})
-        timing = _candidate_report(candidate, result, "timing")
-        if isinstance(timing, EvalResult):
-            return timing
-        marks = dict(candidate.marks)
+        ask({"cmd": "release"}, "released", "timing")
+        reference_timing = reference.timing(i, options.strict)
+        try:
+            timing = timing_commands(
+                lambda command, event: ask(command, event, "timing"),
+                i, result.device, options, memory, options.strict, plan=reference_timing,
+            )  # fmt: skip
+        except LockTimeout as exc:
+            candidate.kill()
+            raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
+        why = _malformed_timing(timing)
+        if why:
+            raise Stopped(_broken(candidate, result, why))
+        held = chosen_after(timing, memory["retained"], options.strict)
+        ask({"cmd": "hand_over", "shape": i, "reps": held}, "handed", "timing")
         checked = reference.request(
-            {"cmd": "check_reps", "shape": i, "dir": str(handoff), "reps": timing.meta["kept"]}, "comparison"
+            {
+                "cmd": "check_reps",
+                "shape": i,
+                "dir": str(handoff),
+                "reps": timing.reps,
+                "nonce": timing.nonce,
+                "sketch_key": timing.sketch_key,
+                "sketches": timing.facts["sketches"],
+                "held": held,
+            },
+            "comparison",
+            "compare_timed",
         )
         _remove(handoff, f"s{i}-rep*")
-        if not verdicts.apply_shape_timing(result, i, timing, marks, reference_timing, checked, meta, options):
+        if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
             return result
     result.stages["timing"] = candidate.stage_seconds.get("timing", 0.0)
     return verdicts.summarize(result, options)
 
 
+class _Asker:
+    """The candidate's reply to one command, or Stopped with the finished verdict."""
+
+    def __init__(self, candidate: Worker, result: EvalResult):
+        self.candidate, self.result = candidate, result
+
+    def __call__(self, command: dict, event: str, stage: str) -> Reply:
+        return self.send(lambda: self.candidate.call(command, event, stage))
+
+    def send(self, send) -> Reply:
+        """What `send()` returned, unless the candidate failed (a WorkerFailure or an "error" reply)."""
+        candidate, result = self.candidate, self.result
+        try:
+            reply = send()
+        except WorkerFailure as failure:
+            raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
+        result.stages.update(candidate.stage_seconds)
+        if reply.event == "error":
+            raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
+        return reply
+
+
+def _broken(candidate: Worker, result: EvalResult, what: str) -> EvalResult:
+    candidate.kill()
+    failure = WorkerFailure("crash", candidate.stage, f"the candidate process sent {what}", candidate.output_text())
+    return verdicts.from_failure(result, failure, candidate.stage_seconds)
+
+
+def _malformed_timing(timing) -> str | None:
+    """Why the candidate's timing reply cannot be read, or None: one finite time and one sketch per repetition."""
+    times, sketches = timing.facts.get("times_ms"), timing.facts.get("sketches")
+    if not (isinstance(times, list) and len(times) == timing.reps):
+        return f"a timing reply without {timing.reps} times"
+    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in times):
+        return "a timing reply with a time that is not a finite, non-negative number"
+    if not (isinstance(sketches, list) and len(sketches) == timing.reps):
+        return f"a timing reply without {timing.reps} output sketches"
+    side = timing.side_stream_ms
+    if not (type(side) in (int, float) and math.isfinite(side) and side >= 0):
+        return "a side-stream probe that is not a finite, non-negative number"
+    return None
+
+
 def _remove(directory, pattern: str) -> None:
     for path in directory.glob(pattern):
         path.unlink(missing_ok=True)
-
-
-def _candidate_report(candidate: Worker, result: EvalResult, event: str) -> WorkerReport | EvalResult:
-    """The candidate's next report, or the finished verdict when it failed, crashed or broke the protocol."""
-    try:
-        report = WorkerReport.read(candidate.next_blob())
-        if report.event not in (event, "error"):
-            raise ChannelError(f"{report.event!r} where {event!r} was expected")
-        if report.event == "outputs" and not isinstance(report.meta.get("modified_inputs"), dict):
-            raise ChannelError("outputs without the in-place check")
-        if report.event == "timing" and not _valid_kept(report.meta.get("kept")):
-            raise ChannelError("timing without the kept repetitions")
-    except WorkerFailure as failure:
-        return verdicts.from_failure(result, failure, candidate.stage_seconds)
-    except ChannelError as exc:
-        failure = WorkerFailure("crash", candidate.stage, f"the candidate process sent {exc}", candidate.output_text())
-        candidate.kill()
-        return verdicts.from_failure(result, failure, candidate.stage_seconds)
-    result.stages.update(candidate.stage_seconds)
-    if report.event == "error":
-        return verdicts.from_error(result, report.meta, candidate.output_text(settle_s=5))
-    return report
-
-
-def _valid_kept(kept) -> bool:
-    """The kept repetitions are [[rep, seed], ...] of plain ints, at least one: the candidate's process sends them."""
-    return (
-        isinstance(kept, list)
-        and len(kept) > 0
-        and all(isinstance(k, list) and len(k) == 2 and all(type(v) is int for v in k) for k in kept)
-    )

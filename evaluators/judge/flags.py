@@ -14,8 +14,7 @@ SEVERITY: dict[str, Severity] = {
     "beyond_roofline": "hard",  # faster than the device's peaks allow
     "no_custom_kernel": "hard",  # PyTorch calling PyTorch: no Triton, no CUDA/HIP source
     "side_stream": "hard",  # work outlives the timed stream
-    "wall_clock": "hard",  # the candidate's timer and the parent's wall clock disagree
-    "no_wall_window": "hard",  # the timing could not be cross-checked at all
+    "timing_disputed": "hard",  # the parent's clock around the timing says the candidate's timer claims too little
     "monkey_patch": "soft",
     "streams_threads": "soft",
     "introspection": "soft",
@@ -27,7 +26,7 @@ SEVERITY: dict[str, Severity] = {
 # A strict run checks every timed output, so a large speedup it measures is real: it vouches for these codes.
 STRICT_VOUCHES = frozenset({"beyond_plausible"})
 # Timing anomalies that can be one run's accident: a strict run clears them by not showing them again.
-STRICT_RECHECKS = frozenset({"side_stream", "wall_clock", "no_wall_window"})
+STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed"})
 # Not clearable (beyond_roofline, no_custom_kernel): no repetition makes physics or a missing kernel go away.
 
 

@@ -1,6 +1,8 @@
 """Run one worker in isolation: fresh process group, scratch directory, scrubbed environment, stage timeouts.
 
-The worker talks back over a framed pipe (channel.py); its stdout and stderr are kept only up to a cap.
+The parent talks to it by command and reply only (judge/channel.py): each command has a stage, and the stage's
+time limit runs on the parent's clock from the moment the command was sent. Nothing the worker sends can move a
+deadline or a timestamp. Its stdout and stderr are kept only up to a cap.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import queue
+import secrets
 import shutil
 import signal
 import subprocess
@@ -16,13 +18,12 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.judge.channel import BLOB, MARK, ChannelError, read_frames
+from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
-
-_EOF = b"E"
 
 
 class WorkerFailure(Exception):
@@ -70,11 +71,26 @@ def pid_namespace_available() -> bool:
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
+@dataclass
+class Reply:
+    """One reply: its event and metadata, and the parent's own clock around the command (seconds)."""
+
+    event: str
+    meta: dict
+    sent: float
+    received: float
+
+    @property
+    def span(self) -> float:
+        """Seconds from sending the command to having its whole reply, on the parent's clock."""
+        return self.received - self.sent
+
+
 class Worker:
-    """One running worker process and the parent's view of it (stage, deadline, marks, blobs)."""
+    """One running worker process and the parent's view of it: its commands, their deadlines and stage times."""
 
     def __init__(self, role: str, options: EvalOptions, toolchain: str, device: str):
-        """Start the process; it imports torch and opens its device, then waits for its job (`assign`)."""
+        """Start the process; it imports torch and opens its device, then waits for its first command."""
         self.role, self.options = role, options
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
         chan_r, chan_w = os.pipe()
@@ -100,86 +116,78 @@ class Worker:
         )
         os.close(chan_w)
         os.close(ctl_r)
+        self._chan_r = chan_r
         self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
-        self._queue: queue.Queue = queue.Queue()
-        self.marks: dict[str, float] = {}
-        self.stage, self.stage_start = "startup", time.perf_counter()
+        self.stage = "startup"
         self.assigned = False  # a process that was given a job is never handed another
         self.stage_seconds: dict[str, float] = {}
-        self._finished: dict[str, float] = {}  # seconds of each stage's completed visits
-        threading.Thread(target=self._read_channel, args=(chan_r,), daemon=True).start()
+        self._lock = threading.Lock()
 
-    def assign(self, job: dict, candidate_source: str | None = None) -> None:
-        """Give the waiting process its job (and the candidate's source); its start-up stage begins now."""
+    def assign(self, job: dict, candidate_source: str | None, stage: str) -> Reply:
+        """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.
+
+        A ping first: the parent's clock then tells start-up (the spare still importing torch) from the job itself.
+        """
         if candidate_source is not None:
             (self.scratch / "candidate.py").write_text(candidate_source)
-        self.stage, self.stage_start = "startup", time.perf_counter()
         self.assigned = True
-        self.tell({"job": job})
+        self.call({"cmd": "ping"}, "pong", "startup")
+        return self.call({"cmd": "job", "job": job}, None, stage)
 
-    def _read_channel(self, fd: int) -> None:
-        error = None
+    def call(self, command: dict, event: str | None, stage: str) -> Reply:
+        """Send one command and wait, under `stage`'s limit, for its one reply (`event`, or "error").
+
+        Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
+        """
+        with self._lock:
+            self.stage = stage
+            if unsolicited(self._chan_r):
+                raise self._protocol_broken("sent a frame nobody asked for") if self._has_bytes() else self._died()
+            command_id = secrets.randbits(63)
+            sent = time.perf_counter()
+            self._send({"id": command_id, "stage": stage, **command})
+            limit = self._limit(stage)
+            try:
+                got, meta = read_reply(self._chan_r, command_id, sent + limit)
+            except ChannelTimeout:
+                self.kill()
+                raise WorkerFailure(
+                    "timeout", stage, f"{stage} stage exceeded its {limit:g} s limit", self.output_text()
+                ) from None
+            except ChannelClosed:
+                raise self._died() from None
+            except ChannelError as exc:
+                raise self._protocol_broken(f"sent {exc}") from None
+            received = time.perf_counter()
+            self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + received - sent
+            if event is not None and got not in (event, "error"):
+                raise self._protocol_broken(f"sent {got!r} where {event!r} was expected")
+            return Reply(got, meta, sent, received)
+
+    def _has_bytes(self) -> bool:
+        """Whether the waiting data is bytes (a frame) rather than the end of the stream (a death)."""
         try:
-            for tag, payload in read_frames(fd, self.options.max_result_mb << 20):
-                self._queue.put((time.perf_counter(), tag, payload))
-        except (ChannelError, OSError) as exc:
-            error = str(exc)
-        self._queue.put((time.perf_counter(), _EOF, error))
+            return bool(os.read(self._chan_r, 1))
+        except OSError:
+            return False
+
+    def _protocol_broken(self, what: str) -> WorkerFailure:
+        self.kill()
+        return WorkerFailure("crash", self.stage, f"the {self.role} process {what}", self.output_text())
 
     def _limit(self, stage: str) -> float:
         opts = self.options
         # Startup (importing torch) runs no candidate code; a loaded machine must not turn it into a verdict.
-        limits = {
-            "startup": max(opts.timeout_s, 120.0),
-            "build": opts.build_timeout_s,
-            "lock": opts.lock_timeout_s,
-            "wait": float("inf"),
-        }
+        limits = {"startup": max(opts.timeout_s, 120.0), "build": opts.build_timeout_s}
         return limits.get(stage, opts.timeout_s)
 
-    def next_blob(self) -> bytes:
-        """The next result blob; marks on the way update the stage clock. Raises WorkerFailure."""
-        while True:
-            deadline = self.stage_start + self._limit(self.stage)
-            try:
-                at, tag, payload = self._queue.get(timeout=max(0.0, min(deadline - time.perf_counter(), 3600)))
-            except queue.Empty:
-                if time.perf_counter() < deadline:
-                    continue
-                limit = self._limit(self.stage)
-                self.kill()
-                raise WorkerFailure(
-                    "timeout", self.stage, f"{self.stage} stage exceeded its {limit:g} s limit", self.output_text()
-                ) from None
-            if tag == BLOB:
-                self._count(at)
-                return payload
-            if tag == MARK:
-                self._on_mark(at, payload.decode(errors="replace"))
-                continue
-            raise self._died(payload)
-
-    def _count(self, at: float) -> None:
-        """The current stage's seconds so far, on top of its earlier visits (build and correctness recur per shape)."""
-        self.stage_seconds[self.stage] = self._finished.get(self.stage, 0.0) + at - self.stage_start
-
-    def _on_mark(self, at: float, text: str) -> None:
-        if text.startswith("stage:"):
-            self._count(at)
-            self._finished[self.stage] = self.stage_seconds[self.stage]
-            self.stage, self.stage_start = text.removeprefix("stage:"), at
-        else:
-            self.marks.setdefault(text, at)  # the first one counts: later copies may be forged
-
-    def _died(self, channel_error: str | None) -> WorkerFailure:
+    def _died(self) -> WorkerFailure:
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.wait()
-        if channel_error:
-            what = f"broke the result channel ({channel_error})"
-        elif code < 0 or code > 128:
+        if code < 0 or code > 128:
             number = -code if code < 0 else code - 128
             what = f"was killed by {_signal_name(number)}"
             if number == signal.SIGKILL:  # our own timeouts are reported as such; this came from outside
@@ -200,11 +208,8 @@ class Worker:
             return self.output.text()
         return self.output.text(join_timeout=2.0)
 
-    def tell(self, command: dict) -> None:
-        """Send the worker its next command, one JSON line on the control pipe.
-
-        A worker that already died hears nothing; its next report (`next_blob`) says how it died.
-        """
+    def _send(self, command: dict) -> None:
+        """One JSON line on the control pipe; a worker that already died hears nothing (its reply says how)."""
         try:
             os.write(self._ctl_w, json.dumps(command).encode() + b"\n")
         except BrokenPipeError:
@@ -222,10 +227,11 @@ class Worker:
     def close(self) -> None:
         """Kill what is left and remove the scratch directory."""
         self.kill()
-        try:
-            os.close(self._ctl_w)
-        except OSError:
-            pass
+        for fd in (self._ctl_w, self._chan_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

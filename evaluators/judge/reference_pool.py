@@ -13,10 +13,9 @@ import json
 import threading
 
 from evaluators.judge import spares
-from evaluators.judge.channel import ChannelError
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.process import WorkerFailure
-from evaluators.judge.reports import WorkerReport
+from evaluators.judge.process import Reply, WorkerFailure
+from evaluators.judge.timing_plan import ShapeTiming, timing_commands
 from evaluators.judge.toolchain import toolchain_key
 from kernels.problem import Problem, ProblemError
 
@@ -33,27 +32,26 @@ class EnvironmentFailure(RuntimeError):
 
 
 class ReferenceWorker:
-    """One warm reference process; requests are serialized, its timings cached per shape."""
+    """One warm reference process; requests are serialized, its timings kept per shape and repetition plan."""
 
     def __init__(self, device: str, options: EvalOptions, job: dict):
+        self.device, self.options = device, options
         self.worker = spares.claim("reference", options, toolchain_key(), device)
-        self.worker.assign(job | {"role": "reference"})
         self.lock = threading.Lock()
-        self.timings: dict[int, tuple[WorkerReport, dict]] = {}
-        self.ready = self._next("ready").meta
+        self.timings: dict[tuple[int, bool], ShapeTiming] = {}
+        with self.lock:
+            self.ready = self._checked(lambda: self.worker.assign(job | {"role": "reference"}, None, "reference"))
+        self.ready = self.ready.meta
 
-    def _next(self, event: str) -> WorkerReport:
-        """The reference's next report; failures there are the problem's or the machine's, never the candidate's."""
+    def _checked(self, send) -> Reply:
+        """The reference's reply; failures there are the problem's or the machine's, never the candidate's."""
         worker = self.worker
         try:
-            got = WorkerReport.read(worker.next_blob())
+            got = send()
         except WorkerFailure as failure:
             worker.kill()
             tail = failure.output.strip().splitlines()[-1:] or [""]
             raise EnvironmentFailure(f"the reference process failed: {failure.message}: {tail[0][:300]}") from None
-        except ChannelError as exc:
-            worker.kill()
-            raise EnvironmentFailure(f"the reference process sent {exc}") from None
         if got.event == "error":
             worker.kill()
             meta = got.meta
@@ -61,26 +59,27 @@ class ReferenceWorker:
             if meta.get("out_of_memory"):
                 raise EnvironmentFailure(f"the reference ran out of device memory in {meta['stage']}: {first}")
             raise ProblemError(f"the reference failed in {meta['stage']}: {first}")
-        if got.event != event:
-            worker.kill()
-            raise EnvironmentFailure(f"the reference sent {got.event!r} where {event!r} was expected")
         return got
 
-    def request(self, command: dict, event: str) -> WorkerReport:
-        """Send one command and wait for its report."""
+    def request(self, command: dict, event: str, stage: str = "compare") -> Reply:
+        """Send one command and wait for its reply."""
         with self.lock:
-            self.worker.tell(command)
-            return self._next(event)
+            return self._checked(lambda: self.worker.call(command, event, stage))
 
-    def timing(self, shape: int) -> tuple[WorkerReport, dict]:
-        """The reference's timing facts and wall-clock marks at `shape`, measured once."""
+    def timing(self, shape: int, strict: bool) -> ShapeTiming:
+        """The reference timed at `shape` by the routine the candidate will be timed with, measured once."""
         with self.lock:
-            if shape not in self.timings:
-                self.worker.marks.clear()
-                self.worker.tell({"cmd": "time", "shape": shape})
-                report = self._next("timing")
-                self.timings[shape] = (report, dict(self.worker.marks))
-            return self.timings[shape]
+            key = (shape, strict)
+            if key not in self.timings:
+                self.timings[key] = timing_commands(
+                    lambda command, event: self._checked(lambda: self.worker.call(command, event, _stage(command))),
+                    shape,
+                    self.device,
+                    self.options,
+                    self.ready["memory"],
+                    strict,
+                )
+            return self.timings[key]
 
     @property
     def alive(self) -> bool:
@@ -90,6 +89,11 @@ class ReferenceWorker:
     def close(self) -> None:
         """End the process and remove its scratch directory."""
         self.worker.close()
+
+
+def _stage(command: dict) -> str:
+    """torch.compile of the reference may take minutes: the build stage's limit applies to it."""
+    return "build" if command["cmd"] == "time_compiled" else "timing"
 
 
 _pool: dict[str, ReferenceWorker] = {}

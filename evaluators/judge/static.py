@@ -1,4 +1,8 @@
-"""Static checks on a candidate's source, before anything runs: syntax, its entry point, and patterns worth a flag."""
+"""Static checks on a candidate's source, before anything runs: syntax, its entry point, and patterns worth a flag.
+
+Whether it has a kernel of its own is judged by what its calls did (worker/evidence.py), not by its text; only an
+alias of the reference is known here.
+"""
 
 from __future__ import annotations
 
@@ -56,10 +60,6 @@ def check_source(source: str, entry: str = "ModelNew") -> StaticReport:
     reference = REFERENCE_OF.get(entry)
     if reference and _aliases(definition, reference):
         flags.append(("no_custom_kernel", f"no custom kernel: {entry} is the reference {reference} itself"))
-    elif not _has_custom_kernel(tree, source):
-        flags.append(
-            ("no_custom_kernel", "no custom kernel: no @triton.jit kernel, load_inline or __global__ function")
-        )
     for node in ast.walk(tree):
         flags.extend(_node_flags(node))
     return StaticReport(flags=list(dict.fromkeys(flags)))
@@ -87,19 +87,6 @@ def _aliases(definition: ast.stmt, reference: str) -> bool:
     if isinstance(definition, ast.ClassDef) and any(_dotted(base) == reference for base in definition.bases):
         methods = {n.name for n in definition.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         return not methods & {"forward", "__call__"}
-    return False
-
-
-def _has_custom_kernel(tree: ast.Module, source: str) -> bool:
-    if "__global__" in source:
-        return True
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_dotted(d.func if isinstance(d, ast.Call) else d).endswith("jit") for d in node.decorator_list):
-                return True
-        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in {"load_inline", "load"}:
-            if "cpp_extension" in source or "load_inline" in source:
-                return True
     return False
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker.timing import device_key, device_lock
+from evaluators.worker.device_lock import device_key, device_lock
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
 

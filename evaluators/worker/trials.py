@@ -69,8 +69,11 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _EQUAL(a, b)
 
 
-def flatten_outputs(output, device: str = "cpu") -> list[torch.Tensor]:
-    """The result of forward as a list of plain tensors, copied to `device`; raises TypeError for anything else."""
+def flatten_outputs(output, device: str = "cpu", copy: bool = True) -> list[torch.Tensor]:
+    """The result of forward as a list of plain tensors, copied to `device` (or as they are, without `copy`).
+
+    Raises TypeError for anything else.
+    """
     items = list(output) if isinstance(output, (tuple, list)) else [output]
     flat = []
     for i, item in enumerate(items):
@@ -78,7 +81,7 @@ def flatten_outputs(output, device: str = "cpu") -> list[torch.Tensor]:
             item = _TENSOR(item)
         if type(item) is not torch.Tensor:
             raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
-        flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)))
+        flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)) if copy else _DETACH(item))
     return flat
 
 
