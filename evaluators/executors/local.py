@@ -99,8 +99,8 @@ class LocalExecutor:
         with self._lock:
             self._counts.update(queued=-1, running=1)
         try:
-            # Looked up at call time, so a spy on evaluators.judge.evaluate sees every local evaluation.
-            result = evaluators.judge.evaluate(problem, source, device, options)
+            # Looked up at call time, so a spy on evaluators.evaluate sees every local evaluation.
+            result = evaluators.evaluate(problem, source, device, options)
             result.node, result.gpu = placement(device)
             return result
         finally:

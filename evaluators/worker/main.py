@@ -77,7 +77,7 @@ def main(argv: list[str]) -> None:
         with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda")):
             torch.empty(1, device="cuda")
     command = replies.next_command()
-    if command is not None and command["cmd"] == "ping":
+    while command is not None and command["cmd"] == "ping":  # started and listening
         replies.reply("pong", {})
         command = replies.next_command()
     if command is None:

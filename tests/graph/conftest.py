@@ -80,7 +80,7 @@ def fail_role_once(monkeypatch, role: str, error: Exception, failures: int = 1) 
 
 
 class EvaluationSpy:
-    """Wraps evaluators.judge.evaluate: remembers each finished evaluation and can crash the run at call N.
+    """Wraps evaluators.evaluate: remembers each finished evaluation and can crash the run at call N.
 
     A crash in one thread leaves the other experiments' threads running to their end (threads cannot be
     killed); what they finish after the crash would never have finished in a dead process, so `before_crash`
@@ -88,7 +88,7 @@ class EvaluationSpy:
     """
 
     def __init__(self, crash_at: int | None = None):
-        self.real = evaluators.judge.evaluate
+        self.real = evaluators.evaluate
         self.crash_at = crash_at
         self.started = 0
         self.in_flight = 0

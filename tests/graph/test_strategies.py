@@ -64,7 +64,7 @@ def test_tree_exploits_the_best_and_explores_more_as_the_best_stalls():
 
 @pytest.mark.slow
 def test_a_run_stops_at_speed_of_light_and_says_so(tmp_path, monkeypatch):
-    real = evaluators.judge.evaluate
+    real = evaluators.evaluate
 
     def near_the_roof(problem, source, device="auto", options=None):
         result = real(problem, source, device, options)
