@@ -9,7 +9,7 @@ from pathlib import Path
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_index
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PASSED_ENV = {
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "OMP_NUM_THREADS",
     "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",

@@ -1,9 +1,10 @@
 """The timing commands the parent sends for one shape, the same for the reference and the candidate.
 
-The reference's own estimate sizes the repetitions, and the candidate is timed with the same count and warm-up, so
-the parent can calibrate its clock around the candidate's command by the reference's (judge/wall.py). Seeds,
-the sketch key and the repetitions to hold are drawn here, by the parent, once the process is loaded and ready.
-The parent holds the device's timing lock around the commands, so its clock never counts a wait for it.
+A first warm-up call, timed by the parent, sizes the rest of the warm-up and the repetitions. The reference is also
+timed with no repetition, so the parent can tell its fixed cost from its cost per repetition and calibrate its
+clock around the candidate's command (judge/wall.py). Seeds, the sketch key and the repetitions to hold are drawn
+here, by the parent, once the process is loaded, correct and warm. The parent holds the device's timing lock
+around the commands, so its clock never counts a wait for it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from evaluators.worker.device_lock import device_key, device_lock
 # Every timed output is held (and the parent picks which to check after the timing) when they fit in this much;
 # beyond it the parent picks them before the timing and the sketches alone cover the rest.
 HOLD_ALL_BYTES = 256 << 20
+REHEARSAL_REPS = 5
 _RANDOM = secrets.SystemRandom()
 
 
@@ -35,6 +37,7 @@ class ShapeTiming:
     span: Span | None = None
     side_stream_ms: float = 0.0
     compiled: dict | None = None
+    fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
@@ -65,19 +68,18 @@ def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
     return sorted(_RANDOM.sample(range(timing.reps), min(retained, timing.reps)))
 
 
-def timing_commands(call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool, plan=None):
-    """Warm up, time and probe one shape; `plan` is the reference's timing (None: this is the reference).
+def timing_commands(call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool, reference=None):
+    """Warm up, time and probe one shape; `reference` is None when this is the reference.
 
     `call(command, event)` sends one command and returns its Reply.
     """
-    if plan is None:
-        estimate = call({"cmd": "estimate", "shape": shape, "seed": secrets.randbits(30)}, "estimate").meta["ms"]
-        reps, warm, hold_all = repetitions(float(estimate), device, options, memory, shape, strict)
-    else:
-        reps, warm, hold_all = plan.reps, plan.warm_calls, plan.hold is None
-    timing = plan_timing(reps, warm, hold_all, memory["retained"])
+    seed = secrets.randbits(30)
     with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
-        call({"cmd": "warm", "shape": shape, "calls": warm, "seed": secrets.randbits(30)}, "warmed")
+        first = call({"cmd": "warm", "shape": shape, "calls": 1, "seed": seed}, "warmed")
+        reps, warm, hold_all = repetitions(max(first.span * 1e3, 1e-3), device, options, memory, shape, strict)
+        if warm > 1:
+            call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
+        timing = plan_timing(reps, warm, hold_all, memory["retained"])
         command = {
             "cmd": "time",
             "shape": shape,
@@ -85,13 +87,20 @@ def timing_commands(call, shape: int, device: str, options: EvalOptions, memory:
             "nonce": timing.nonce,
             "sketch_key": timing.sketch_key,
             "hold": timing.hold,
+            "last": reference is not None,  # the reference's last is the one with no repetition, below
         }
+        # A rehearsal first, unchecked and untimed by anyone: the allocator's blocks, the events and the sketch's
+        # weights exist before the parent's clock starts, on both sides alike.
+        rehearsal = {"reps": min(reps, REHEARSAL_REPS), "nonce": secrets.randbits(30), "hold": [], "last": False}
+        call(command | rehearsal, "timing")
         reply = call(command, "timing")
         timing.facts, timing.span = reply.meta, Span(reply.span, reps)
+        if reference is None:
+            timing.fixed_s = call(command | {"reps": 0, "hold": [], "last": True}, "timing").span
         if device_kind(device) == "cuda":
             probe = call({"cmd": "probe", "shape": shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
-        if plan is None and options.compile_baseline:
-            compiled = {"cmd": "time_compiled", "shape": shape, "seed": secrets.randbits(30)}
-            timing.compiled = call(compiled | command | {"cmd": "time_compiled", "calls": warm}, "compiled").meta
+        if reference is None and options.compile_baseline:
+            compiled = command | {"cmd": "time_compiled", "calls": warm, "seed": seed}
+            timing.compiled = call(compiled, "compiled").meta
     return timing

@@ -113,21 +113,19 @@ def apply_shape_timing(
             f"{timing.side_stream_ms:.3g} ms per call (counted)",
         )
     runtime += timing.side_stream_ms
-    claimed_mean = statistics.fmean(timing.facts["times_ms"]) + timing.side_stream_ms
-    parent = wall.parent_ms(timing.span, reference.span, reference.facts["times_ms"])
+    clock = wall.judge_timing(timing, reference)
     if device == "cpu":
         # Interpreter timings are not GPU performance, and no flag could tell a forger from an interpreter's noise:
         # the candidate's figure is never below the parent's clock, calibrated by the reference's.
-        runtime = max(runtime, parent)
-    else:
-        slack = wall.slack_ms(parent, wall.harness_ms(reference.span, reference.facts["times_ms"]), timing.reps)
-        if parent > claimed_mean + slack:
-            result.flag(
-                "timing_disputed",
-                f"shape {shape_result.name}: its process says {claimed_mean:.4g} ms per call, the parent's clock "
-                f"around the timing says {parent:.4g} ms (beyond {slack:.3g} ms of noise): the parent's figure is used",
-            )
-            runtime = max(runtime, parent)
+        runtime = max(runtime, clock.parent_ms)
+    elif clock.disputed:
+        result.flag(
+            "timing_disputed",
+            f"shape {shape_result.name}: its process says {clock.claimed_ms:.4g} ms per call, the parent's clock "
+            f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice: "
+            "the parent's figure is used",
+        )
+        runtime = max(runtime, clock.parent_ms)
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
     shape_result.speedup = baseline / runtime if runtime > 0 else None
     _apply_compiled(result, shape_result, reference.compiled, runtime)

@@ -17,7 +17,7 @@ from evaluators.worker.device_handoff import open_shared
 from evaluators.worker.handoff import output_path, read_outputs
 from evaluators.worker.memory import ShapeSizes, plan_memory, unbounded_plan
 from evaluators.worker.session import Session
-from evaluators.worker.sketch import sketch_mismatch, sketch_tensors, sketch_tolerance, sketch_values
+from evaluators.worker.sketch import Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
 from kernels.problem import Shape
 
 ROOFLINE_DTYPES = {
@@ -115,9 +115,7 @@ def serve_reference(session: Session) -> None:
             continue
         model = models.get(shape) or runtime.reference(job["seed"])
         models = {shape: model}  # one shape's reference alive at a time
-        if cmd == "estimate":
-            session.reply("estimate", {"ms": session.estimate(model, command["seed"])})
-        elif cmd == "warm":
+        if cmd == "warm":
             session.warm(model, command)
             session.reply("warmed", {})
         elif cmd == "time":
@@ -163,12 +161,14 @@ def check_reps(session: Session, model, command: dict, directory: Path, atol, rt
     found, held = command["sketches"], set(command["held"])
     read = open_shared if device == "cuda" and memory["retained_on_device"] else read_outputs
     sketch_failures, held_checks = [], []
+    sketcher = Sketcher(command["sketch_key"])
     for rep in range(command["reps"]):
         seed = timing.rep_seed(command["nonce"], shape, rep)
         with torch.no_grad():
             wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), device)
-        mine = sketch_values(sketch_tensors(wanted, command["sketch_key"]))
-        why = sketch_mismatch(found[rep] if rep < len(found) else None, mine, sketch_tolerance(wanted, atol, rtol))
+        mine = sketch_values(sketcher.sketch(wanted))
+        bounds = sketch_tolerance(wanted, sketcher, atol, rtol)
+        why = sketch_mismatch(found[rep] if rep < len(found) else None, mine, bounds)
         if why and not sketch_failures:
             sketch_failures.append([rep, why])
         if rep in held:

@@ -54,13 +54,6 @@ class Session:
         """One call's fresh arguments at the current shape."""
         return self.runtime.inputs(seed, "normal")
 
-    def estimate(self, model, seed: int) -> float:
-        """Milliseconds per call from three timed calls (the reference's estimate sizes every timing)."""
-        with torch.no_grad():
-            return timing.estimate_ms(
-                lambda args: model(*args), self.inputs_at, self.clocks, self.job["flush_mb"], seed
-            )
-
     def side_stream(self, model, seed: int) -> float:
         """Device work left running after the timed stream's end event (cuda only)."""
         if self.device != "cuda":
@@ -92,6 +85,6 @@ class Session:
             facts, held = timing.time_reps(
                 lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating
             )
-        if self.device == "cuda":
-            torch.cuda.empty_cache()  # the timing sets go back to the driver
+        if self.device == "cuda" and command["last"]:
+            torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
         return facts, held

@@ -1,7 +1,7 @@
 """Worker-side timing: clocks bound before candidate code, cache flush, fresh inputs every repetition.
 
-The same routine times the reference (in its own process) and the candidate, with the same repetition count, so
-the parent can calibrate its own clock around the candidate's timing command by the reference's (judge/wall.py).
+The same routine times the reference (in its own process) and the candidate, so the parent can calibrate its own
+clock around the candidate's timing command by the reference's (judge/wall.py).
 Every timed repetition gets inputs drawn anew from a nonce the parent sent with the command (new contents, new
 allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
 replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from evaluators.worker.integrity import check
-from evaluators.worker.sketch import sketch_tensors, sketch_values
+from evaluators.worker.sketch import Sketcher, sketch_values
 from evaluators.worker.trials import flatten_outputs
 
 
@@ -77,28 +77,6 @@ class InputPool:
         return args
 
 
-def estimate_ms(call, fresh_inputs, clocks: Clocks, flush_mb: int, seed: int) -> float:
-    """Milliseconds per call from three timed calls on fresh inputs (the reference's: it sizes the repetitions)."""
-    spans = []
-    flush = torch.empty(flush_mb << 20, dtype=torch.int8, device="cuda") if clocks.device == "cuda" else None
-    for i in range(3):
-        args = fresh_inputs(seed + i)
-        if flush is not None:
-            flush.zero_()
-            start, end = clocks.Event(enable_timing=True), clocks.Event(enable_timing=True)
-            clocks.record(start)
-            call(args)
-            clocks.record(end)
-            clocks.sync()
-            spans.append(clocks.elapsed(start, end))
-        else:
-            began = clocks.now()
-            call(args)
-            spans.append((clocks.now() - began) * 1e3)
-        check()
-    return max(statistics.median(spans), 1e-3)
-
-
 def warm_up(call, fresh_inputs, clocks: Clocks, calls: int, seed: int) -> None:
     """`calls` calls on one input set: compilation, autotuning and clocks settle before anything is timed."""
     args = fresh_inputs(seed)
@@ -119,6 +97,7 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     hold = set(range(plan.reps)) if plan.hold is None else set(plan.hold)
+    sketcher = Sketcher(plan.sketch_key)
     times, sketches, held = [], [], {}
     clocks.sync()
     for rep in range(plan.reps):
@@ -132,9 +111,8 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
             began = clocks.now()
             output = call(args)
             times.append((clocks.now() - began) * 1e3)
-        check()  # nothing the candidate left behind may run in the next draw or flush, untimed
         outputs = flatten_outputs(output, copy=False)
-        sketches.append(sketch_tensors(outputs, plan.sketch_key))
+        sketches.append(sketcher.sketch(outputs))
         if rep in hold:
             with keep(plan.held_device != "cpu"):
                 copies = flatten_outputs(outputs, plan.held_device)  # a candidate may reuse its output buffer
@@ -142,7 +120,13 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
                 held[rep] = copies
             del copies
         del output, outputs
+        # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
+        # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
+        clocks.sync()
     clocks.sync()
+    # Once, not per repetition: a check costs about a millisecond of host time, which would leave the device idle
+    # between repetitions, and work hidden between them is inside the parent's clock anyway.
+    check()
     if cuda:
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
     values = [sketch_values(s) for s in sketches]

@@ -67,3 +67,10 @@ def test_a_frame_nobody_asked_for_breaks_the_protocol(tmp_path):
         assert "sent a frame nobody asked for" in failure.value.message or "did not send" in failure.value.message
     finally:
         worker.close()
+
+
+def test_the_worker_finds_our_packages_without_an_installed_checkout(tmp_path):
+    # A GPU machine runs the checkout as it is (no `pip install -e`): the worker imports from the path we give it.
+    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    first = Path(env["PYTHONPATH"].split(":")[0])
+    assert (first / "evaluators" / "worker" / "main.py").exists() and (first / "kernels").is_dir()

@@ -13,10 +13,15 @@ HARNESS_MS = 0.2  # flush, input draws, sketches: per repetition, on both sides
 META = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
 
 
+FIXED_S = 0.002  # the pipe, the flush buffer, the last sync
+
+
 def timing(claimed_ms: float, real_ms: float) -> ShapeTiming:
     """A shape timed with REPS repetitions whose timer says `claimed_ms` while the work took `real_ms`."""
-    span = Span(REPS * (real_ms + HARNESS_MS) * 1e-3, REPS)
-    return ShapeTiming(REPS, 10, None, 0, 0, {"times_ms": [claimed_ms] * REPS, "sketches": []}, span)
+    span = Span(FIXED_S + REPS * (real_ms + HARNESS_MS) * 1e-3, REPS)
+    shape = ShapeTiming(REPS, 10, None, 0, 0, {"times_ms": [claimed_ms] * REPS, "sketches": []}, span)
+    shape.fixed_s = FIXED_S
+    return shape
 
 
 def judged(candidate: ShapeTiming, device: str = "cuda") -> EvalResult:
@@ -31,8 +36,9 @@ def judged(candidate: ShapeTiming, device: str = "cuda") -> EvalResult:
 
 def test_the_calibration_recovers_the_real_time_and_the_harness():
     reference = timing(1.0, 1.0)
-    assert parent_ms(timing(0.01, 0.5).span, reference.span, reference.facts["times_ms"]) == pytest.approx(0.5)
-    assert harness_ms(reference.span, reference.facts["times_ms"]) == pytest.approx(HARNESS_MS)
+    harness = harness_ms(reference.span, FIXED_S, reference.facts["times_ms"])
+    assert harness == pytest.approx(HARNESS_MS)
+    assert parent_ms(timing(0.01, 0.5).span, FIXED_S, harness) == pytest.approx(0.5)
 
 
 def test_an_honest_timer_within_the_noise_keeps_its_median_and_no_flag():
