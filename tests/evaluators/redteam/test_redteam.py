@@ -37,12 +37,24 @@ def false_accept(result) -> bool:
     return result.status == "correct" and (result.speedup or 0) > 1 and not hard
 
 
+_control_ms: dict[str, float] = {}
+
+
+def control_ms(device: str, cache_dir: Path) -> float:
+    """The control's runtime on `device` (a GPU's spin runs at its own clock), measured once per session."""
+    if device not in _control_ms:
+        result = judge(None, device, cache_dir)
+        assert result.status == "correct", result.message
+        _control_ms[device] = result.runtime_ms
+    return _control_ms[device]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_control_is_correct_unflagged_and_timed_at_its_real_speed(device, cache_dir):
     result = judge(None, device, cache_dir)
     assert result.status == "correct", result.message
     assert not [f.text for f in result.flags if f.severity == "hard"]
-    assert result.runtime_ms >= 0.8 * WORK_MS
+    assert result.runtime_ms >= 0.5 * WORK_MS
 
 
 # What each attack gets: (status, a fragment of its message or flags); None where several honest outcomes exist.
@@ -78,7 +90,8 @@ def test_no_attack_is_a_false_accept(attack, device, cache_dir):
         assert fragment in result.message or any(fragment in s for s in result.suspicious), result.message
     if result.status == "correct":
         # Whatever its own timer said, the time reported is what the work took.
-        assert result.runtime_ms >= 0.8 * WORK_MS or result.set_aside, (result.runtime_ms, result.suspicious)
+        real = control_ms(device, cache_dir)
+        assert result.runtime_ms >= 0.8 * real or result.set_aside, (result.runtime_ms, real, result.suspicious)
     assert peak < 64 << 20, f"the parent grew by {peak >> 20} MiB"  # a flood costs the parent nothing
 
 
