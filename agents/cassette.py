@@ -5,13 +5,14 @@ A cassette is one JSON file:
     {"authored_by_hand": false, "model": "google_genai:gemini-2.5-pro", "recorded_at": "...", "note": "...",
      "calls": [{"call_id": "i1.selector", "role": "selector", "model": "...",
                 "messages": [{"role": "human", "content": "..."}],
-                "response": {"content": "...", "usage_metadata": {...}}}, ...]}
+                "response": {"content": "...", "usage_metadata": {...}, "response_metadata": {...}}}, ...]}
 
 Calls are keyed by `call_id`, which the graph assigns (f"i{iteration}.s{slot}.{role}.a{attempt}",
 f"i{iteration}.selector", f"i{iteration}.hypothesizer") and role functions pass to the model as
 `config={"metadata": {"ks_call_id": call_id}, "tags": [role]}`; langchain-core hands that metadata to
 `_generate` through `run_manager.metadata`. Keying by id rather than by prompt text keeps replays stable when
 parallel experiments finish in a different order. A call id recorded twice replays its answers in order.
+`response_metadata` (optional) keeps the provider's stop reason, so a reply cut by the token limit replays as one.
 
 - `ReplayChatModel(path=..., role=...)`: answers from the cassette; a call it does not hold raises
   `FatalLLMError` naming the call id and role.
@@ -106,8 +107,17 @@ class ReplayChatModel(BaseChatModel):
                 raise FatalLLMError(f"cassette {self.path} does {held} hold call {call_id} (role {self.role or '?'})")
             self._served[call_id] += 1
         response = answers[index]
-        message = AIMessage(content=response["content"], usage_metadata=response.get("usage_metadata"))
+        message = AIMessage(
+            content=response["content"],
+            usage_metadata=response.get("usage_metadata") or None,
+            response_metadata=response.get("response_metadata") or {},
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _plain(metadata: dict | None) -> dict:
+    """Response metadata as JSON can hold it (SDK enums and objects as their text)."""
+    return json.loads(json.dumps(metadata or {}, default=str))
 
 
 class RecordingChatModel(BaseChatModel):
@@ -146,10 +156,16 @@ class RecordingChatModel(BaseChatModel):
                 "role": role,
                 "model": self.model,
                 "messages": [message_to_json(message) for message in messages],
-                "response": {"content": content, "usage_metadata": dict(answer.usage_metadata or {})},
+                "response": {
+                    "content": content,
+                    "usage_metadata": dict(answer.usage_metadata or {}),
+                    "response_metadata": _plain(answer.response_metadata),
+                },
             }
         )
-        message = AIMessage(content=content, usage_metadata=answer.usage_metadata)
+        message = AIMessage(
+            content=content, usage_metadata=answer.usage_metadata, response_metadata=answer.response_metadata
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _append(self, call: dict[str, Any]) -> None:

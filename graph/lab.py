@@ -1,4 +1,4 @@
-"""What the nodes share: the run directory, the archive, the device, the chat models and the prompt briefs."""
+"""What the nodes share: the run directory, the archive, the device and target, the chat models and the briefs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from secrets import token_hex
 
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
+from agents.targets import Target, for_device, get_target
+from agents.transcript import TRANSCRIPT_FILE
 from evaluators.executor import Executor, make_executor
 from evaluators.options import EvalOptions
 from graph.context import RunContext
@@ -85,10 +87,32 @@ def gpu_slots() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def model_settings(ctx: RunContext) -> ModelSettings:
-    """The per-role chat models of this run, recording to a cassette when asked."""
+def model_settings(ctx: RunContext, run_dir: str | Path | None = None) -> ModelSettings:
+    """The per-role chat models of this run, each call written to the run's transcript, recorded when asked."""
     record_to = Path(ctx.record_cassette) if ctx.record_cassette else None
-    return ModelSettings(default=ctx.model, per_role=dict(ctx.role_models), record_to=record_to)
+    where = run_dir or ctx.run_dir
+    transcript = Path(where) / TRANSCRIPT_FILE if where else None
+    return ModelSettings(
+        default=ctx.model, per_role=dict(ctx.role_models), record_to=record_to, transcript_to=transcript
+    )
+
+
+def device_name(device: str) -> str:
+    """A local GPU's name and gfx arch ("AMD Instinct MI300X gfx942:..."), else the device string as given."""
+    if not device.startswith("cuda"):
+        return device
+    import torch
+
+    if not torch.cuda.is_available():
+        return device  # a cluster's GPU, not this host's
+    index = int(device.partition(":")[2] or 0)
+    properties = torch.cuda.get_device_properties(index)
+    return f"{properties.name} {getattr(properties, 'gcnArchName', '')}".strip()
+
+
+def run_target(ctx: RunContext, device: str) -> Target:
+    """The architecture the kernels are for: `--target`, else the device that evaluates."""
+    return get_target(ctx.target) if ctx.target else for_device(device_name(device))
 
 
 def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBrief:

@@ -6,7 +6,16 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from agents.cassette import RecordingChatModel, ReplayChatModel
 from agents.errors import FatalLLMError
-from agents.models import ROLE_TEMPERATURE, ModelSettings, make_chat_model, parse_role_overrides
+from agents.models import (
+    PROVIDERS,
+    REQUEST_TIMEOUT_S,
+    ROLE_MAX_OUTPUT_TOKENS,
+    ROLE_TEMPERATURE,
+    ModelSettings,
+    _timeout_options,
+    make_chat_model,
+    parse_role_overrides,
+)
 
 
 def ask(model, text, call_id, role="selector"):
@@ -89,6 +98,24 @@ def test_gemini_gets_role_temperature_and_one_sdk_attempt(monkeypatch):
     assert make_chat_model("google_genai:gemini-2.5-flash", role="debugger", temperature=0.5).temperature == 0.5
 
 
+def test_every_live_model_gets_a_request_timeout_and_its_role_output_limit(monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    model = make_chat_model("google_genai:gemini-2.5-pro", role="implementer")
+    assert model.timeout == REQUEST_TIMEOUT_S and model.max_output_tokens == ROLE_MAX_OUTPUT_TOKENS["implementer"]
+    assert make_chat_model("google_genai:gemini-2.5-pro", role="selector").max_output_tokens == 8192
+    for name, provider in PROVIDERS.items():
+        options = _timeout_options(name, provider) if name != "bedrock_converse" else {"config": "botocore"}
+        assert options, f"{name} has no request timeout"
+
+
+def test_replay_and_recording_keep_the_stop_reason(tmp_path):
+    path = tmp_path / "run.json"
+    live = GenericFakeChatModel(messages=iter([AIMessage("cut", response_metadata={"finish_reason": "length"})]))
+    assert ask(RecordingChatModel(inner=live, path=path, spec="fake:live"), "q", "i1.selector").content == "cut"
+    replayed = ask(make_chat_model(f"replay:{path}", role="selector"), "q", "i1.selector")
+    assert replayed.response_metadata["finish_reason"] == "length"
+
+
 def test_settings_per_role_overrides_and_recording(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     cassette = tmp_path / "c.json"
@@ -98,7 +125,11 @@ def test_settings_per_role_overrides_and_recording(monkeypatch, tmp_path):
         record_to=tmp_path / "rec.json",
     )
     assert settings.spec_for("implementer") == "google_genai:gemini-2.5-pro"
-    assert isinstance(settings.make("debugger"), ReplayChatModel)
+    # A replayed role has no live call to record: refused in one line, never recorded silently as nothing.
+    with pytest.raises(FatalLLMError, match="records live models, but debugger replay a cassette") as refused:
+        settings.make("debugger")
+    assert "\n" not in str(refused.value)
+    assert isinstance(settings.model_copy(update={"record_to": None}).make("debugger"), ReplayChatModel)
     recorder = settings.make("selector")
     assert isinstance(recorder, RecordingChatModel) and recorder.inner.model == "gemini-2.5-flash"
     with pytest.raises(FatalLLMError, match="bad model override"):

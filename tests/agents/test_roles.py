@@ -3,6 +3,7 @@ import pytest
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
 from agents.hypothesizer import retrieval_queries
+from agents.targets import get_target
 from agents.implementer import implement_plan
 from agents.schemas import Anchor, Plan
 from agents.selector import select_parent
@@ -85,11 +86,14 @@ def test_retrieval_queries_follow_the_measured_bottleneck():
     memory = retrieval_queries(PROBLEM, BASE)
     assert any("memory-bound" in q and "35%" in q for q in memory)
     compute = retrieval_queries(
-        PROBLEM.model_copy(update={"device": "MI300X"}),
+        PROBLEM.model_copy(update={"device": "cuda"}),
         BASE.model_copy(update={"bound": "compute", "roofline_fraction": 0.8}),
+        get_target("mi300x"),
     )
-    assert any("compute-bound" in q for q in compute) and any("CDNA3" in q for q in compute)
+    assert any("compute-bound" in q for q in compute) and any("CDNA3" in q and "MFMA" in q for q in compute)
     assert any("near roofline" in q for q in compute)
+    hopper = retrieval_queries(PROBLEM, BASE, get_target("h100"))
+    assert any("TMA" in q and "warpgroups" in q for q in hopper) and not any("CDNA3" in q for q in hopper)
     unmeasured = retrieval_queries(PROBLEM, BASE.model_copy(update={"bound": None, "roofline_fraction": None}))
     assert unmeasured and all("row softmax" in q for q in unmeasured)
 
