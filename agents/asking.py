@@ -1,4 +1,4 @@
-"""Ask a model for an answer of a given shape; feed a malformed, empty or cut-off answer's problem back and ask again."""
+"""Ask a model for an answer of a given shape; say what was wrong with a malformed, empty or cut-off one, ask again."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def _field(passage: Any, name: str) -> str:
 def retrieval_queries(problem: ProblemBrief, base: CandidateBrief, target: Target | None = None) -> list[str]:
     """Queries about the base's likely bottleneck on the target, from its measured bound and fraction of roofline.
 
-    The last query asks the target's own documents (its vocabulary) about that bottleneck.
+    The last query asks the target's own documents, in its vocabulary, about that bottleneck.
     """
     target = target or TARGETS["cpu"]
     terms = target.search_terms
@@ -56,7 +56,7 @@ def retrieval_queries(problem: ProblemBrief, base: CandidateBrief, target: Targe
         return [
             f"{topic} kernel optimization {terms}",
             f"{topic} Triton kernel tiling and memory access",
-            f"{topic} on {target.title}: {terms}",
+            f"{target.title} kernel tuning ({topic}): {terms}",
         ]
     percent = f"{base.roofline_fraction * 100:.0f}% of peak"
     if base.bound == "memory":
@@ -116,7 +116,9 @@ def measured(candidate: CandidateBrief) -> str:
     """What was measured on a candidate, in one or two lines."""
     speedup = f"{candidate.speedup:.3f}x" if candidate.speedup is not None else "unmeasured"
     runtime = f"{candidate.runtime_ms:.4f} ms" if candidate.runtime_ms is not None else "unmeasured"
-    line = f"Measured: speedup {speedup} over the PyTorch reference, runtime {runtime}, {_describe_roofline(candidate)}."
+    line = (
+        f"Measured: speedup {speedup} over the PyTorch reference, runtime {runtime}, {_describe_roofline(candidate)}."
+    )
     lineage = f"\nLineage (oldest first): {candidate.lineage}" if candidate.lineage else ""
     shapes = f"\n{_describe_shapes(candidate)}" if _describe_shapes(candidate) else ""
     return line + shapes + lineage

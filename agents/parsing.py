@@ -1,5 +1,6 @@
-"""Pull the answer out of a model's reply as a careful reader would: the JSON object with the expected keys, or a
-complete candidate source; a reply cut off before its answer ended is never taken.
+"""Pull the answer out of a model's reply as a careful reader would; a reply cut off before its end is never taken.
+
+The answer is the JSON object with the expected keys, or a complete candidate source.
 
 - Reasoning blocks (`<think>...</think>` and the like) are set aside first: drafts there are not the answer.
 - `answer_object(text, keys, validate)`: the first object holding `keys` that `validate` accepts, looking in fenced
@@ -137,6 +138,8 @@ def extract_source(text: str, entry: str = ENTRY_CLASS) -> str:
                 "off, or the code has a syntax error"
             )
         return block.body.rstrip() + "\n"
+    if blocks and not blocks[-1].closed:
+        raise CutOff(f"the reply was cut off: its last code block has no closing fence and no `{entry}` yet")
     if blocks or entry not in text:
         raise MalformedAnswer(f"the answer has no complete source defining `{entry}`")
     return _trim_to_python(text, entry)

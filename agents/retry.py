@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from agents.accounting import LLMCall, cost_of
-from agents.cassette import CALL_ID_KEY
+from agents.cassette import CALL_ID_KEY, ROLE_KEY
 from agents.errors import FatalLLMError
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -31,7 +31,7 @@ TRANSIENT_NAMES = frozenset(
     {
         "RateLimitError", "APITimeoutError", "APIConnectionError", "InternalServerError", "OverloadedError",
         "ServiceUnavailableError", "ServerError", "ResourceExhausted", "ServiceUnavailable", "DeadlineExceeded",
-        "TooManyRequests", "InternalServerError", "BadGateway", "GatewayTimeout", "Aborted",
+        "TooManyRequests", "BadGateway", "GatewayTimeout", "Aborted",
         "ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "InternalServerException",
         "ModelTimeoutException", "ReadTimeoutError", "ConnectTimeoutError", "EndpointConnectionError",
         "ConnectionClosedError", "RemoteProtocolError", "ReadTimeout", "ConnectTimeout", "ProtocolError",
@@ -131,7 +131,7 @@ def invoke_with_retries(
 ) -> tuple[AIMessage, LLMCall]:
     """Call the model once, retrying transient failures; the answer and its accounting."""
     policy = policy or RetryPolicy()
-    config = {"metadata": {CALL_ID_KEY: call_id}, "tags": [role]}
+    config = {"metadata": {CALL_ID_KEY: call_id, ROLE_KEY: role}, "tags": [role]}
     started = time.monotonic()
     for attempt in range(1, policy.max_attempts + 1):
         try:

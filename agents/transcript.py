@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agents.cassette import CALL_ID_KEY, call_id_of
+from agents.cassette import CALL_ID_KEY, ROLE_KEY, call_id_of, role_of
 from agents.replies import stop_reason
 
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -55,10 +55,10 @@ class TranscriptChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call_id = call_id_of(run_manager)
-        role = next(iter(run_manager.tags), "") if run_manager and run_manager.tags else ""
+        role = role_of(run_manager)
         entry = {"call_id": call_id, "role": role, "model": self.model, "prompt": as_text(messages)}
         started = time.monotonic()
-        config = {"metadata": {CALL_ID_KEY: call_id}, "tags": [role] if role else []}
+        config = {"metadata": {CALL_ID_KEY: call_id, ROLE_KEY: role}, "tags": [role]}
         try:
             answer = self.inner.invoke(messages, stop=stop, config=config, **kwargs)
         except Exception as error:

@@ -38,6 +38,8 @@ from kernels.labbook import DesignRecord, Finding, LabBook
 from kernels.problem import Problem, load_problem
 
 NO_PROFILE = "Profiling is switched off for this run (--no-profile)."
+# The literature's list of documents: where to read, not what they say; its lists of names outrank notes in BM25.
+BIBLIOGRAPHY = "SOURCES.md"
 
 
 def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["selector", "report"]]:
@@ -263,9 +265,12 @@ def _search_literature(
     """
     found: dict[tuple[str, str], retrieval.Passage] = {}
     filters = {"arch": list(target.arch_labels)} if target.arch_labels else None
+    k = ctx.passages_per_query
     try:
         for query in queries:
-            for passage in retrieval.search(query, k=ctx.passages_per_query, filters=filters, mode=ctx.retrieval):
+            passages = retrieval.search(query, k=3 * k, filters=filters, mode=ctx.retrieval)
+            notes = [p for p in passages if Path(str(p.metadata.get("path", ""))).name != BIBLIOGRAPHY]
+            for passage in notes[:k]:
                 found.setdefault((passage.source, passage.text), passage)
     except Exception as error:  # chromadb, OS and model-loading errors all end up here
         note = f"literature search failed, hypothesizing without passages: {type(error).__name__}: {error}"

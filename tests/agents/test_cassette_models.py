@@ -19,7 +19,9 @@ from agents.models import (
 
 
 def ask(model, text, call_id, role="selector"):
-    return model.invoke([HumanMessage(text)], config={"metadata": {"ks_call_id": call_id}, "tags": [role]})
+    return model.invoke(
+        [HumanMessage(text)], config={"metadata": {"ks_call_id": call_id, "ks_role": role}, "tags": [role]}
+    )
 
 
 def test_record_then_replay_round_trip(tmp_path):

@@ -107,7 +107,9 @@ CONTRAST = Selection(base_id="c0003", reference_id="c0004", contrast="shape", ra
 
 def test_both_stages_show_the_reference_beside_the_base_and_ask_what_the_difference_taught():
     lesson = json.loads(avenue_answer()) | {"lesson": "Tiles win on small rows."}
-    model = Flaky(outcomes=[json.dumps(lesson), plans_answer(plan_dict(), plan_dict("q") | {"from_reference": "tiles"})])
+    model = Flaky(
+        outcomes=[json.dumps(lesson), plans_answer(plan_dict(), plan_dict("q") | {"from_reference": "tiles"})]
+    )
     model.seen = []
     found, _ = avenues(model, reference=REFERENCE, selection=CONTRAST)
     made, _ = plans(model, reference=REFERENCE, selection=CONTRAST, lesson=found.lesson)

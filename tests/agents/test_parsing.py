@@ -26,8 +26,8 @@ def test_json_in_fence_in_prose_or_after_braces_in_text():
 
 def test_the_object_with_the_expected_keys_wins_over_earlier_dicts_and_reasoning():
     decoys = (
-        "<think>Maybe {\"base_id\": \"c9999\"}; braces {like this} are thoughts.</think>\n"
-        "Settings I considered:\n```python\nconfig = {\"BLOCK\": 1024}\n```\n"
+        '<think>Maybe {"base_id": "c9999"}; braces {like this} are thoughts.</think>\n'
+        'Settings I considered:\n```python\nconfig = {"BLOCK": 1024}\n```\n'
         '```json\n{"note": "not the answer"}\n```\n'
     )
     text = decoys + f"```json\n{json.dumps(ANSWER)}\n```"
@@ -68,10 +68,14 @@ def test_source_takes_the_last_block_defining_model_new():
 def test_a_cut_off_source_is_never_a_candidate():
     with pytest.raises(CutOff, match="no closing fence"):
         extract_source(f"```python\n{CODE}")  # parses, but the fence never closed
+    with pytest.raises(CutOff, match="no closing fence"):
+        extract_source(f"```python\n{CODE[:40]}")  # cut before the class was written
     with pytest.raises(CutOff, match="does not parse"):
         extract_source(f"```python\n{CODE}    def more(self, x):\n        return (x\n```")
     with pytest.raises(CutOff, match="does not parse"):
-        extract_source("Here:\n\nimport torch\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return (x")
+        extract_source(
+            "Here:\n\nimport torch\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return (x"
+        )
 
 
 def test_source_without_fence_drops_leading_and_trailing_prose():
@@ -97,7 +101,9 @@ def test_cut_off_and_empty_replies_are_re_asked_and_told_why():
     whole = f"```python\n{CODE}```"
     cut = AIMessage(whole, usage_metadata=USAGE, response_metadata={"finish_reason": "length"})
     model = PricedFake(responses=[AIMessage("", usage_metadata=USAGE), cut, AIMessage(whole, usage_metadata=USAGE)])
-    source, call = ask_until_valid(model, "write it", extract_source, role="implementer", call_id="i1.s0.implementer.a0")
+    source, call = ask_until_valid(
+        model, "write it", extract_source, role="implementer", call_id="i1.s0.implementer.a0"
+    )
     assert source == CODE and call.attempts == 3
 
 

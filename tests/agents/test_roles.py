@@ -3,10 +3,10 @@ import pytest
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
 from agents.hypothesizer import retrieval_queries
-from agents.targets import get_target
 from agents.implementer import implement_plan
 from agents.schemas import Anchor, Plan
 from agents.selector import select_parent
+from agents.targets import get_target
 from tests.agents.fakes import Flaky, scripted
 
 PROBLEM = ProblemBrief(name="row_softmax", doc="Softmax over rows.", source="class Model: ...", device="cuda")
