@@ -250,3 +250,17 @@ def test_a_claimed_contrast_must_hold_in_the_archive():
     assert (selection.reference_id, selection.contrast, call.attempts) == ("c0004", "shape", 3)
     assert "same line of descent" in model.seen[1][1][-1].content
     assert "not faster than c0002 on any shape" in model.seen[2][1][-1].content
+
+
+def test_findings_say_what_was_learned_and_what_was_borrowed():
+    parent = CandidateRecord(id="c0002", source="s", status="correct", speedup=2.0)
+    experiment = plan_dict("warps", lo=1.0, hi=1.1) | {"mechanism": "bounded registers", "from_reference": "its tiles"}
+    child = CandidateRecord(
+        id="c0005", parent_id="c0002", reference_id="c0003", iteration=2, source="s", status="correct", speedup=2.1,
+        experiment=experiment,
+    )  # fmt: skip
+    finding = finding_for(child, parent)
+    assert "gained +5%" in finding and "lesson: 'bounded registers' held here: build on it" in finding
+    assert "it borrowed from c0003: its tiles" in finding
+    slower = child.model_copy(update={"speedup": 1.5})
+    assert "lesson: 'bounded registers' costs time here; do not repeat it unchanged" in finding_for(slower, parent)

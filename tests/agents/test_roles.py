@@ -156,3 +156,33 @@ def test_long_diagnostics_keep_head_and_tail_within_bound():
     text = "first error\n" + "x" * 20_000 + "\nlast line"
     clipped = clip_diagnostics(text, limit=1000)
     assert clipped.startswith("first error") and clipped.endswith("last line") and len(clipped) < 1100
+
+
+def test_debugger_sees_the_base_and_its_own_earlier_versions():
+    earlier = [{"attempt": 0, "status": "compile_error", "message": "NameError: tl2", "source": "BASE\nTRY ZERO\n"}]
+    model = Flaky(outcomes=[f"```python\n{CODE}```"], seen=[])
+    debug_candidate(
+        model,
+        problem=PROBLEM,
+        source="BROKEN AGAIN",
+        diagnostics="still broken",
+        status="compile_error",
+        plan=plan(),
+        siblings="",
+        profile="",
+        call_id="i1.s0.debugger.a2",
+        base_source="BASE\n",
+        attempts=earlier,
+    )
+    prompt = model.seen[0][1][0].content
+    assert "## The base version the plan starts from\n\n```python\nBASE\n```" in prompt
+    assert "version 0 (the implementer): compile_error: NameError: tl2" in prompt and "+TRY ZERO" in prompt
+    assert "Do not return a version you already tried" in prompt
+
+
+def test_selector_reads_the_findings():
+    model = Flaky(outcomes=['{"base_id": "c0001", "reference_id": null, "rationale": "r"}'], seen=[])
+    select_parent(
+        model, archive_summary="ARCHIVE", findings="c0002 'tiles': lesson: held", candidate_ids=["c0001"], call_id="i2"
+    )
+    assert "c0002 'tiles': lesson: held" in model.seen[0][1][0].content
