@@ -3,7 +3,8 @@
 The paper designs for AMD's MI300 while an evaluator elsewhere measures; here the target may differ from the
 device that evaluates. `TARGETS` holds the known ones (`known()` lists their names); `for_device(name)` finds one
 from a device's name or gfx arch ("NVIDIA H100 80GB HBM3", "AMD Instinct MI300X", "gfx942"), else describes the
-device as it is named, with no figures. Figures are vendors' dense peaks as the notes in literature/ give them.
+device as it is named, with no figures (the graph passes the GPU name the evaluator recorded, or "cpu").
+Figures are vendors' dense peaks as the notes in literature/ give them.
 `Target.arch_labels` are the `architectures` labels of literature/ notes to search (retrieval's arch filter).
 """
 

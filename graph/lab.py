@@ -97,22 +97,17 @@ def model_settings(ctx: RunContext, run_dir: str | Path | None = None) -> ModelS
     )
 
 
-def device_name(device: str) -> str:
-    """A local GPU's name and gfx arch ("AMD Instinct MI300X gfx942:..."), else the device string as given."""
-    if not device.startswith("cuda"):
-        return device
-    import torch
-
-    if not torch.cuda.is_available():
-        return device  # a cluster's GPU, not this host's
-    index = int(device.partition(":")[2] or 0)
-    properties = torch.cuda.get_device_properties(index)
-    return f"{properties.name} {getattr(properties, 'gcnArchName', '')}".strip()
+def evaluated_on(archive: Archive, device: str) -> str:
+    """The name of the device the run's evaluations ran on ("NVIDIA H100 80GB HBM3"), as the evaluator wrote it."""
+    gpu = next((r.eval.get("gpu") for r in archive.records if r.eval.get("gpu")), None)
+    return str(gpu).rsplit(" #", 1)[0] if gpu else device
 
 
-def run_target(ctx: RunContext, device: str) -> Target:
+def run_target(ctx: RunContext, device: str, archive: Archive | None = None) -> Target:
     """The architecture the kernels are for: `--target`, else the device that evaluates."""
-    return get_target(ctx.target) if ctx.target else for_device(device_name(device))
+    if ctx.target:
+        return get_target(ctx.target)
+    return for_device(evaluated_on(archive, device) if archive is not None else device)
 
 
 def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBrief:

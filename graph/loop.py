@@ -152,7 +152,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     iteration, selection = state["iteration"], state["selection"]
     archive = lab.open_archive(state["run_dir"])
     book = LabBook(state["run_dir"])
-    target = lab.run_target(ctx, state["device"])
+    target = lab.run_target(ctx, state["device"], archive)
     design = DesignRecord(
         iteration=iteration,
         strategy=ctx.strategy,

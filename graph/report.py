@@ -67,7 +67,7 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
     calls = state.get("llm_calls", [])
     tokens, dollars = lab.spent(calls)
     seed = next((r for r in archive.records if r.eval), None)
-    target = lab.run_target(ctx, state.get("device") or lab.run_device(ctx))
+    target = lab.run_target(ctx, state.get("device") or lab.run_device(ctx), archive)
     transcript = book.run_dir / TRANSCRIPT_FILE
     return {
         "run_id": run_id,

@@ -3,7 +3,7 @@ import pytest
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
 from agents.hypothesizer import retrieval_queries
-from agents.implementer import implement_plan
+from agents.implementer import describe_plan, implement_plan
 from agents.schemas import Anchor, Plan
 from agents.selector import select_parent
 from agents.targets import get_target
@@ -116,6 +116,8 @@ def test_implementer_extracts_source_from_chatter_and_passes_the_reference():
     prompt = model.seen[0][1][0].content
     assert "BASE SRC" in prompt and "REF SRC" in prompt and "vectorize" in prompt and "SIBLINGS" in prompt
     assert "# >>> anchor 1: loads" in prompt and "load 8 bf16 per thread" in prompt
+    borrowing = plan().model_copy(update={"from_reference": "its 64-wide tiles"})
+    assert "Taken from the reference version: its 64-wide tiles" in describe_plan(borrowing)
 
 
 def test_implementer_without_reference_omits_the_section_and_retries_prose():

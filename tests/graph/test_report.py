@@ -176,3 +176,15 @@ def test_the_summary_names_the_target_the_output_limits_and_the_transcript(tmp_p
     report = (tmp_path / "report.md").read_text()
     assert "- target: NVIDIA H200 SXM (`h200`;" in report and "[transcript.jsonl](transcript.jsonl)" in report
     assert "- output-token limit per role: selector 8192" in report
+
+
+def test_the_default_target_is_the_gpu_the_evaluator_ran_on():
+    from graph import lab
+
+    archive = Archive()
+    archive.add(
+        CandidateRecord(id="c0000", source="s", status="seed", speedup=1.0, eval={"gpu": "AMD Instinct MI300X #3"})
+    )
+    assert lab.run_target(RunContext(), "cuda", archive).name == "mi300x"
+    assert lab.run_target(RunContext(target="h100"), "cuda", archive).name == "h100"
+    assert lab.run_target(RunContext(), "cpu", Archive()).name == "cpu"
