@@ -105,9 +105,10 @@ def test_every_live_model_gets_a_request_timeout_and_its_role_output_limit(monke
     model = make_chat_model("google_genai:gemini-2.5-pro", role="implementer")
     assert model.timeout == REQUEST_TIMEOUT_S and model.max_output_tokens == ROLE_MAX_OUTPUT_TOKENS["implementer"]
     assert make_chat_model("google_genai:gemini-2.5-pro", role="selector").max_output_tokens == 8192
-    for name, provider in PROVIDERS.items():
-        options = _timeout_options(name, provider) if name != "bedrock_converse" else {"config": "botocore"}
-        assert options, f"{name} has no request timeout"
+    # Every other provider names its timeout option; Ollama's goes to its client, Bedrock's to a botocore Config.
+    spelled = {name for name, provider in PROVIDERS.items() if provider.timeout_key is not None}
+    assert set(PROVIDERS) - spelled == {"ollama", "bedrock_converse"}
+    assert _timeout_options("ollama", PROVIDERS["ollama"]) == {"client_kwargs": {"timeout": REQUEST_TIMEOUT_S}}
 
 
 def test_replay_and_recording_keep_the_stop_reason(tmp_path):
