@@ -20,7 +20,8 @@ from rich.console import Console
 
 import agents
 from agents.errors import FatalLLMError
-from agents.models import DEFAULT_MODEL, parse_role_overrides
+from agents.models import DEFAULT_MODEL, ModelSettings, parse_role_overrides, refuse_recording
+from agents.targets import UnknownTarget, get_target, known
 from evaluators.executors.local import ClusterError, InfrastructureError, cluster_arg
 from graph import lab
 from graph.builder import build_graph
@@ -52,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto: a GPU if present")
     p.add_argument(
+        "--target", type=target_arg, help=f"architecture the kernels are for ({known()}; default: the device)"
+    )
+    p.add_argument(
         "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
     p.add_argument("--strategy", choices=("scientist", "sampling", "tree"), help="search strategy (default scientist)")
@@ -82,6 +86,14 @@ def parser() -> argparse.ArgumentParser:
         "--no-profile", dest="profile", action="store_const", const=False, help="skip ncu / rocprofv3 on each base"
     )
     return p
+
+
+def target_arg(text: str) -> str:
+    """An argparse type: a known target's name."""
+    try:
+        return get_target(text).name
+    except UnknownTarget as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def positive_int(text: str) -> int:
@@ -139,6 +151,9 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
         p.error(f"--model-for: {error}")
     for spec in role_models.values():
         check_model_spec(spec, p)
+    replayed = ModelSettings(default=model, per_role=role_models).replayed_roles()
+    if args.record_cassette and replayed:
+        p.error(refuse_recording(replayed))
     given = {key: value for key, value in vars(args).items() if value is not None}
     names = {f.name for f in fields(RunContext)}
     ctx = RunContext(
