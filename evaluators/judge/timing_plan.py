@@ -78,7 +78,12 @@ def timing_commands(call, shape: int, device: str, options: EvalOptions, memory:
         first = call({"cmd": "warm", "shape": shape, "calls": 1, "seed": seed}, "warmed")
         reps, warm, hold_all = repetitions(max(first.span * 1e3, 1e-3), device, options, memory, shape, strict)
         if warm > 1:
-            call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
+            # Each warm-up command's span also holds an input draw and the pipe: the difference of the two spans is
+            # calls alone, and sizes the repetitions by the call itself.
+            rest = call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
+            per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
+            per_call = per_call if per_call > 0 else rest.span / (warm - 1)
+            reps, _, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
         timing = plan_timing(reps, warm, hold_all, memory["retained"])
         command = {
             "cmd": "time",
