@@ -10,6 +10,7 @@ repetitions the parent chose are held for its check.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -98,8 +99,25 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     hold = set(range(plan.reps)) if plan.hold is None else set(plan.hold)
     sketcher = Sketcher(plan.sketch_key)
-    times, sketches, held = [], [], {}
     clocks.sync()
+    # No collector pauses inside the parent's clock: a process holding many objects (the candidate's, with its
+    # integrity snapshot) would pay more for them than the reference's does.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, hold, sketcher)
+    finally:
+        if collecting:
+            gc.enable()
+    return facts, held
+
+
+def _loop(
+    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, hold, sketcher
+):
+    """The repetitions themselves (see time_reps)."""
+    cuda = flush is not None
+    times, sketches, held = [], [], {}
     for rep in range(plan.reps):
         args = pool.draw(rep_seed(plan.nonce, shape, rep))
         if cuda:
@@ -123,7 +141,6 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
-    clocks.sync()
     # Once, not per repetition: a check costs about a millisecond of host time, which would leave the device idle
     # between repetitions, and work hidden between them is inside the parent's clock anyway.
     check()
