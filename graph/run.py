@@ -2,9 +2,10 @@
 
 With no arguments it runs the bundled default problem (fused_residual_norm) end to end: Gemini when
 GOOGLE_API_KEY is set, else a replay of the bundled, hand-authored demo cassette. Exit codes: 0 done,
-2 bad usage (an unreachable --cluster included, found before any LLM call), 3 a fatal LLM error
-(authentication, bad request, cassette miss; the run can be resumed), 4 the cluster lost an evaluation past its
-retries (resume when it is back), 130 interrupted (resume with --resume RUN_ID).
+2 bad usage (found before any work: an unknown or uninstalled model provider, a cassette shorter than the run, an
+unreachable --cluster), 3 a fatal LLM error (authentication, bad request, cassette miss; the run can be resumed),
+4 the machinery lost an evaluation (the cluster past its retries, or a reference worker died; resume when it is
+back), 130 interrupted by Ctrl-C or SIGTERM (what finished is saved; resume with --resume RUN_ID).
 """
 
 from __future__ import annotations
@@ -12,25 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from rich.console import Console
+# Only light modules here: `--help` and bad usage must answer before torch, LangGraph or LangChain load.
+from graph import preflight
+from graph.context import DEFAULT_MODEL, DEFAULT_PROBLEM, RunContext
 
-import agents
-from agents.errors import FatalLLMError
-from agents.models import DEFAULT_MODEL, parse_role_overrides
-from evaluators.executor import ClusterError, InfrastructureError, cluster_arg
-from graph import lab
-from graph.builder import build_graph
-from graph.checkpoint import open_checkpointer
-from graph.context import DEFAULT_PROBLEM, RunContext
-from graph.progress import Progress
-from graph.routing import recursion_limit
-from kernels.problem import ProblemError, load_problem
-
-DEMO_CASSETTE = Path(agents.__file__).parent / "cassettes" / "demo_fused_residual_norm.json"
+DEMO_CASSETTE = Path(__file__).parents[1] / "agents" / "cassettes" / "demo_fused_residual_norm.json"
 SETTINGS_FILE = "run.json"
 # Flags that may change when a run is resumed (to give it more budget); the rest are the run's identity.
 RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "cluster", "max_concurrency")
@@ -52,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto: a GPU if present")
     p.add_argument(
-        "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
+        "--cluster", type=cluster_flag, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
     p.add_argument("--strategy", choices=("scientist", "sampling", "tree"), help="search strategy (default scientist)")
     p.add_argument("--iterations", type=positive_int, help="default 3")
@@ -82,6 +75,13 @@ def parser() -> argparse.ArgumentParser:
         "--no-profile", dest="profile", action="store_const", const=False, help="skip ncu / rocprofv3 on each base"
     )
     return p
+
+
+def cluster_flag(text: str) -> str:
+    """An argparse type: a --cluster value (the executors load only once a value is given)."""
+    from evaluators.executor import cluster_arg
+
+    return cluster_arg(text)
 
 
 def positive_int(text: str) -> int:
@@ -118,6 +118,10 @@ def fraction(text: str) -> float:
 
 def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[RunContext, int, str | None]:
     """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
+    from agents.errors import FatalLLMError
+    from agents.models import parse_role_overrides
+    from kernels.problem import ProblemError, load_problem
+
     try:
         problem = load_problem(args.problem or DEFAULT_PROBLEM)
     except ProblemError as error:
@@ -156,12 +160,17 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
 
 
 def check_model_spec(spec: str, p: argparse.ArgumentParser) -> None:
-    """A model spec is provider:model, or replay: with a cassette that exists."""
-    provider, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        p.error(f"bad model {spec!r}: write provider:model or replay:CASSETTE")
-    if provider == "replay" and not Path(rest).is_file():
-        p.error(f"cassette not found: {rest}")
+    """A model spec is provider:model of a known, installed provider, or replay: with a readable cassette."""
+    problem = preflight.model_problem(spec)
+    if problem:
+        p.error(problem)
+
+
+def check_coverage(ctx: RunContext, p: argparse.ArgumentParser) -> None:
+    """Refuse, before any work, a run longer than the cassettes it replays."""
+    problem = preflight.cassette_shortfall(ctx)
+    if problem:
+        p.error(problem)
 
 
 def resumed_settings(args: argparse.Namespace, p: argparse.ArgumentParser, run_dir: Path) -> tuple[RunContext, int]:
@@ -179,21 +188,60 @@ def main(argv: list[str] | None = None) -> int:
     """Run or resume a scientist run; returns the process exit code."""
     p = parser()
     args = p.parse_args(argv)
+    from rich.console import Console
+
+    from graph import lab
+
     console = Console(highlight=False, soft_wrap=True)
     try:
-        return run_with_executors(args, p, console)
+        with stops_as_interrupts():
+            return run_with_executors(args, p, console)
     finally:
         lab.close_executors()
 
 
-def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console: Console) -> int:
-    """Run or resume, with the cluster (if any) joined before any LLM call is made."""
+@contextmanager
+def stops_as_interrupts():
+    """Ctrl-C and SIGTERM (kill, a scheduler, a container stop) end the run alike: finished work saved, exit 130.
+
+    The first signal lets the evaluations in flight finish and be checkpointed; a second one abandons them at once
+    (the checkpoints stay consistent: a resume redoes only what had not finished).
+    """
+    seen = []
+
+    def stop(signum: int, frame) -> None:
+        seen.append(signum)
+        if len(seen) > 1:
+            print("interrupted again: abandoning the evaluations in flight", file=sys.stderr, flush=True)
+            os._exit(130)
+        print("interrupted: saving what has finished (again to stop at once)", file=sys.stderr, flush=True)
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
+    """Run or resume, with every argument checked and the cluster (if any) joined before any LLM call is made."""
+    from agents.errors import FatalLLMError
+    from evaluators.evaluate import EnvironmentFailure
+    from evaluators.executor import ClusterError, InfrastructureError
+    from graph import lab
+    from graph.builder import build_graph
+    from graph.checkpoint import open_checkpointer
+    from graph.routing import recursion_limit
+
     if args.resume:
         run_id = args.resume
         run_dir = args.out or lab.RUNS_DIR / run_id
         ctx, concurrency = resumed_settings(args, p, run_dir)
     else:
         ctx, concurrency, banner = new_settings(args, p)
+    check_coverage(ctx, p)
     try:
         where = lab.executor(ctx, lab.run_device(ctx)).describe()
     except (ClusterError, ValueError) as error:
@@ -214,10 +262,12 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         "max_concurrency": concurrency,
         "recursion_limit": recursion_limit(ctx.iterations, ctx.experiments_per_iteration, ctx.max_debug_attempts),
     }
+    kept = f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}"
     with open_checkpointer(run_dir) as checkpointer:
         graph = build_graph(checkpointer)
         snapshot = graph.get_state(config)
-        if args.resume and snapshot.values and not snapshot.next:
+        # `next` leaves out tasks that finished before a stop; only a run with no task left at all is done.
+        if args.resume and snapshot.values and not snapshot.tasks:
             console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
             return 0
         console.print(
@@ -228,14 +278,14 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
             final = stream(graph, None if args.resume else {}, config, ctx, console)
         except FatalLLMError as error:
             print(f"error: {error}", file=sys.stderr)
-            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+            console.print(kept)
             return 3
-        except InfrastructureError as error:
-            print(f"error: {error}", file=sys.stderr)
-            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+        except (InfrastructureError, EnvironmentFailure) as error:
+            print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
+            console.print(kept)
             return 4
         except KeyboardInterrupt:
-            console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}")
+            console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}" + _out_flag(args, run_dir))
             return 130
     best = final.get("best_speedup")
     headline = f"{final.get('best_id')} at {best:.4g}x" if best is not None else "no correct candidate"
@@ -243,8 +293,15 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
     return 0
 
 
-def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, console: Console) -> dict:
+def _out_flag(args: argparse.Namespace, run_dir: Path) -> str:
+    """The --out a resume needs when the run lives outside runs/."""
+    return f" --out {run_dir}" if args.out else ""
+
+
+def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, console) -> dict:
     """Run the graph with live progress; returns the final state."""
+    from graph.progress import Progress
+
     with Progress(console, ctx.iterations) as progress:
         for namespace, mode, chunk in graph.stream(
             # "sync": a step's checkpoint is on disk before the next step starts, so a crash loses no finished work.
