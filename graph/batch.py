@@ -12,6 +12,7 @@ when interrupted (every run keeps its checkpoints).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from agents.models import DEFAULT_MODEL
 from evaluators.environment import REPO_ROOT, visible_device_env
 from evaluators.executor import ClusterError, Executor, cluster_arg, make_executor
 from evaluators.suite_report import machine, write_suite_report
-from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
+from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int, stops_as_interrupts
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
@@ -143,7 +144,8 @@ def start(job: Job, args, slot: str, dollars_left: float | None, cluster: Cluste
         env["RAY_ADDRESS"] = cluster.address
     log = (job.run_dir / "batch.log").open("a")
     command = run_command(job, args, slot, dollars_left, cluster)
-    job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    # A session of its own: a Ctrl-C at the terminal reaches the batch alone, which passes it on once (stop_runs).
+    job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     log.close()
     job.state, job.slot, job.started = "running", slot, time.monotonic()
 
@@ -212,6 +214,17 @@ def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: 
             time.sleep(POLL_S)
 
 
+def stop_runs(jobs: list[Job]) -> None:
+    """Interrupt the running runs as Ctrl-C would: each saves what has finished and exits 130; wait for them."""
+    for job in jobs:
+        if job.process is not None and job.process.poll() is None:
+            job.process.send_signal(signal.SIGINT)
+    for job in jobs:
+        if job.process is not None:
+            job.process.wait()
+            finish(job)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite; returns the exit code."""
     p = parser()
@@ -252,13 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         executor = f"{len(free)} run(s) at once, evaluations on {cluster.executor.describe()}"
     code = 0
     try:
-        schedule(jobs, args, free, console, cluster)
+        with stops_as_interrupts():
+            schedule(jobs, args, free, console, cluster)
     except KeyboardInterrupt:
-        # The runs got the same interrupt: each saves its checkpoints and exits 130.
-        for job in jobs:
-            if job.process is not None:
-                job.process.wait()
-                finish(job)
+        stop_runs(jobs)
         console.print("interrupted; run the same command again to continue")
         code = 130
     finally:

@@ -259,7 +259,8 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         (run_dir / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n")
     config = {
         "configurable": {"thread_id": run_id},
-        "max_concurrency": concurrency,
+        # LangGraph's stream waiter holds one thread of the same pool: without it, --max-concurrency 1 deadlocks.
+        "max_concurrency": concurrency + 1,
         "recursion_limit": recursion_limit(ctx.iterations, ctx.experiments_per_iteration, ctx.max_debug_attempts),
     }
     kept = f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}"
