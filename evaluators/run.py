@@ -11,13 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from evaluators.evaluate import EnvironmentFailure, evaluate
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
-from kernels.problem import ProblemError
+# `--help` and bad usage answer before torch loads: the evaluator and its types are imported once the flags are read.
 
 STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow"}
 
@@ -45,8 +39,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def options_from(args: argparse.Namespace) -> EvalOptions:
+def options_from(args: argparse.Namespace):
     """EvalOptions from the flags; a bad combination raises ValueError."""
+    from evaluators.options import EvalOptions
+
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
     fields["compile_baseline"] = args.compile_baseline
     if args.timeout is not None:
@@ -54,8 +50,10 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
     return EvalOptions(**fields)
 
 
-def render(result: EvalResult, console: Console) -> None:
-    """The readable summary: verdict, times, flags, and diagnostics when something failed."""
+def render(result, console) -> None:
+    """The readable summary (an EvalResult): verdict, times, flags, and diagnostics when something failed."""
+    from rich.table import Table
+
     style = STATUS_STYLE.get(result.status, "bold magenta")
     console.print(f"[{style}]{result.status}[/] {result.problem} ({result.config or 'own globals'}, {result.device})")
     console.print(result.message, markup=False, highlight=False)
@@ -92,6 +90,11 @@ def render(result: EvalResult, console: Console) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one evaluation; the exit status says whether it ran, not what it found."""
     args = parse_args(argv)
+    from rich.console import Console
+
+    from evaluators.evaluate import EnvironmentFailure, evaluate
+    from kernels.problem import ProblemError
+
     try:
         source = args.candidate.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -3,7 +3,8 @@
 Each problem is an ordinary `python -m graph.run` run in its own process and directory (OUT/runs/<key>), one per
 GPU at a time (on the CPU, one at a time). With `--cluster`, the batch joins (or starts) the Ray cluster first,
 every run sends its evaluations there, and as many runs go at once as the cluster has GPUs (`--parallel`).
-A re-run skips finished problems and resumes interrupted ones from their checkpoints. `--max-dollars` caps the
+A re-run skips finished problems and resumes interrupted ones from their checkpoints; an interrupt (Ctrl-C or
+SIGTERM) is passed on to the running runs, which save what has finished. `--max-dollars` caps the
 whole batch: once the runs have spent it, no new problem starts (each run is also told the budget left when it
 starts). Exit 0 when the batch ran, 2 for bad usage, a broken problem or a cluster that cannot be joined, 130
 when interrupted (every run keeps its checkpoints).
@@ -265,12 +266,13 @@ def main(argv: list[str] | None = None) -> int:
         executor = f"{len(free)} run(s) at once, evaluations on {cluster.executor.describe()}"
     code = 0
     try:
-        with stops_as_interrupts():
-            schedule(jobs, args, free, console, cluster)
-    except KeyboardInterrupt:
-        stop_runs(jobs)
-        console.print("interrupted; run the same command again to continue")
-        code = 130
+        with stops_as_interrupts():  # a second signal, while the runs save their work, stops the batch at once
+            try:
+                schedule(jobs, args, free, console, cluster)
+            except KeyboardInterrupt:
+                stop_runs(jobs)
+                console.print("interrupted; run the same command again to continue")
+                code = 130
     finally:
         if cluster:
             cluster.executor.close()

@@ -55,7 +55,9 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
     return Command(goto="evaluate", update={"source": source, "debug_attempts": 0, "llm_calls": [call]})
 
 
-def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "recheck", "__end__"]]:
+def evaluate(
+    state: ExperimentState, runtime: Runtime[RunContext]
+) -> Command[Literal["debugger", "recheck", "__end__"]]:
     """Check the edit against the anchors, then compile, check and time; failures go to the debugger while they may.
 
     A correct candidate that a hard flag sets aside goes on to its one strict re-evaluation (recheck).

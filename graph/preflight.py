@@ -23,7 +23,8 @@ def model_problem(spec: str) -> str | None:
     if provider == "replay":
         return _cassette_problem(Path(rest))
     if provider not in PROVIDERS:
-        return f"unknown model provider {provider!r} in {spec!r}; use one of {', '.join(sorted(PROVIDERS))}, or replay:PATH"
+        known = ", ".join(sorted(PROVIDERS))
+        return f"unknown model provider {provider!r} in {spec!r}; use one of {known}, or replay:PATH"
     needed = PROVIDERS[provider]
     if importlib.util.find_spec(needed.module) is None:
         return f"model {spec!r} needs the package {needed.package}: pip install {needed.package}"
