@@ -1,4 +1,4 @@
-"""Ask a model for an answer of a given shape; feed a malformed answer's error back and ask again."""
+"""Ask a model for an answer of a given shape; say what was wrong with a malformed, empty or cut-off one, ask again."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import ValidationError
 
 from agents.accounting import LLMCall
-from agents.errors import MalformedAnswer
+from agents.errors import CutOff, MalformedAnswer
+from agents.replies import cut_by_length, stop_reason
 from agents.retry import RetryPolicy, invoke_with_retries
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -29,6 +30,15 @@ def _describe(error: Exception) -> str:
     if isinstance(error, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in error.errors()[:5])
     return str(error)
+
+
+def _read(answer: AIMessage, text: str, parse: Callable[[str], Answer]) -> Answer:
+    """The parsed answer; an empty reply or one the output-token limit stopped is never parsed."""
+    if cut_by_length(answer):
+        raise CutOff(f"the output-token limit stopped it (stop reason {stop_reason(answer)})")
+    if not text.strip():
+        raise MalformedAnswer("the reply was empty")
+    return parse(text)
 
 
 def ask_until_valid(
@@ -54,13 +64,17 @@ def ask_until_valid(
         total = call.model_copy(update={"call_id": call_id}) if total is None else total.plus(call)
         text = str(answer.text)
         try:
-            return parse(text), total
+            return _read(answer, text, parse), total
+        except CutOff as error:
+            problem = str(error)
+            again = (
+                f"Your reply was cut off before it ended ({problem}), so none of it was used. Reply again with the "
+                "complete answer, shorter: no prose around it."
+            )
         except (MalformedAnswer, ValidationError, ValueError) as error:
             problem = _describe(error)
-        messages += [
-            AIMessage(text),
-            HumanMessage(f"Your answer could not be used: {problem}\nReply again with the complete answer, fixed."),
-        ]
+            again = f"Your answer could not be used: {problem}\nReply again with the complete answer, fixed."
+        messages += [AIMessage(text), HumanMessage(again)]
     failure = MalformedAnswer(f"{role} answer still unusable after {max_attempts} attempts: {problem}")
     failure.call = total.model_copy(update={"error": problem})
     raise failure

@@ -3,8 +3,9 @@
 - `ProblemBrief(name, doc, source, device, roofline, format)`: `roofline` is the problem's {"flops", "bytes"} at
   the device's configuration, or None; `format` ("kernelbench" or "gpumode") decides `candidate_form`, the
   sentence telling the implementer and the debugger what the candidate module defines.
-- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status, shapes)`; `from_record(record)`
-  reads them from an archived candidate and its `EvalResult` dump (`shapes`: speedup per benchmark shape).
+- `CandidateBrief(id, source, speedup, runtime_ms, roofline_fraction, bound, status, shapes, lineage)`;
+  `from_record(record, lineage="")` reads them from an archived candidate and its `EvalResult` dump (`shapes`:
+  speedup per benchmark shape; `lineage`: its line of ancestors as `agents.notebook.lineage_line` writes it).
 """
 
 from __future__ import annotations
@@ -60,9 +61,10 @@ class CandidateBrief(BaseModel):
     bound: str | None = None
     status: str = "correct"
     shapes: dict[str, float] = {}
+    lineage: str = ""
 
     @classmethod
-    def from_record(cls, record: CandidateRecord) -> CandidateBrief:
+    def from_record(cls, record: CandidateRecord, lineage: str = "") -> CandidateBrief:
         """The brief of an archived candidate, with the roofline numbers of its evaluation when there are any."""
         roofline = record.eval.get("roofline") or {}
         fraction = next((roofline[key] for key in FRACTION_KEYS if roofline.get(key) is not None), None)
@@ -75,4 +77,5 @@ class CandidateBrief(BaseModel):
             bound=roofline.get("bound"),
             status=record.status,
             shapes=shape_speedups(record),
+            lineage=lineage,
         )

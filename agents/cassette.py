@@ -5,13 +5,14 @@ A cassette is one JSON file:
     {"authored_by_hand": false, "model": "google_genai:gemini-2.5-pro", "recorded_at": "...", "note": "...",
      "calls": [{"call_id": "i1.selector", "role": "selector", "model": "...",
                 "messages": [{"role": "human", "content": "..."}],
-                "response": {"content": "...", "usage_metadata": {...}}}, ...]}
+                "response": {"content": "...", "usage_metadata": {...}, "response_metadata": {...}}}, ...]}
 
 Calls are keyed by `call_id`, which the graph assigns (f"i{iteration}.s{slot}.{role}.a{attempt}",
 f"i{iteration}.selector", f"i{iteration}.hypothesizer") and role functions pass to the model as
-`config={"metadata": {"ks_call_id": call_id}, "tags": [role]}`; langchain-core hands that metadata to
+`config={"metadata": {"ks_call_id": call_id, "ks_role": role}, "tags": [role]}`; langchain-core hands that metadata to
 `_generate` through `run_manager.metadata`. Keying by id rather than by prompt text keeps replays stable when
 parallel experiments finish in a different order. A call id recorded twice replays its answers in order.
+`response_metadata` (optional) keeps the provider's stop reason, so a reply cut by the token limit replays as one.
 
 - `ReplayChatModel(path=..., role=...)`: answers from the cassette; a call it does not hold raises
   `FatalLLMError` naming the call id and role.
@@ -37,6 +38,7 @@ from pydantic import PrivateAttr
 from agents.errors import FatalLLMError
 
 CALL_ID_KEY = "ks_call_id"
+ROLE_KEY = "ks_role"
 
 # One lock per cassette file: roles share a file and parallel experiments call models from several threads.
 _FILE_LOCKS: defaultdict[Path, threading.Lock] = defaultdict(threading.Lock)
@@ -45,6 +47,12 @@ _FILE_LOCKS: defaultdict[Path, threading.Lock] = defaultdict(threading.Lock)
 def call_id_of(run_manager: CallbackManagerForLLMRun | None) -> str | None:
     """The call id the role function put in the run's metadata, if any."""
     return (run_manager.metadata if run_manager else {}).get(CALL_ID_KEY)
+
+
+def role_of(run_manager: CallbackManagerForLLMRun | None) -> str:
+    """The role that made the call (its metadata; LangGraph adds tags of its own, so tags are not reliable)."""
+    metadata = run_manager.metadata if run_manager else {}
+    return str(metadata.get(ROLE_KEY) or "")
 
 
 def message_to_json(message: BaseMessage) -> dict[str, Any]:
@@ -106,8 +114,17 @@ class ReplayChatModel(BaseChatModel):
                 raise FatalLLMError(f"cassette {self.path} does {held} hold call {call_id} (role {self.role or '?'})")
             self._served[call_id] += 1
         response = answers[index]
-        message = AIMessage(content=response["content"], usage_metadata=response.get("usage_metadata"))
+        message = AIMessage(
+            content=response["content"],
+            usage_metadata=response.get("usage_metadata") or None,
+            response_metadata=response.get("response_metadata") or {},
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _plain(metadata: dict | None) -> dict:
+    """Response metadata as JSON can hold it (SDK enums and objects as their text)."""
+    return json.loads(json.dumps(metadata or {}, default=str))
 
 
 class RecordingChatModel(BaseChatModel):
@@ -137,8 +154,9 @@ class RecordingChatModel(BaseChatModel):
         call_id = call_id_of(run_manager)
         if call_id is None:
             raise FatalLLMError(f"recording to {self.path} needs a call id (metadata {CALL_ID_KEY!r})")
-        role = next(iter(run_manager.tags), "") if run_manager and run_manager.tags else ""
-        answer = self.inner.invoke(messages, stop=stop, config={"metadata": {CALL_ID_KEY: call_id}}, **kwargs)
+        role = role_of(run_manager)
+        config = {"metadata": {CALL_ID_KEY: call_id, ROLE_KEY: role}}
+        answer = self.inner.invoke(messages, stop=stop, config=config, **kwargs)
         content = answer.content if isinstance(answer.content, str) else str(answer.text)
         self._append(
             {
@@ -146,10 +164,16 @@ class RecordingChatModel(BaseChatModel):
                 "role": role,
                 "model": self.model,
                 "messages": [message_to_json(message) for message in messages],
-                "response": {"content": content, "usage_metadata": dict(answer.usage_metadata or {})},
+                "response": {
+                    "content": content,
+                    "usage_metadata": dict(answer.usage_metadata or {}),
+                    "response_metadata": _plain(answer.response_metadata),
+                },
             }
         )
-        message = AIMessage(content=content, usage_metadata=answer.usage_metadata)
+        message = AIMessage(
+            content=content, usage_metadata=answer.usage_metadata, response_metadata=answer.response_metadata
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _append(self, call: dict[str, Any]) -> None:

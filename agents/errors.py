@@ -1,4 +1,4 @@
-"""The two ways an LLM call ends a role: a fatal error (stop the run) or an answer that stays unusable."""
+"""The ways an LLM call ends a role: a fatal error (stop the run), an unusable answer, or one cut off."""
 
 
 class FatalLLMError(RuntimeError):
@@ -7,3 +7,7 @@ class FatalLLMError(RuntimeError):
 
 class MalformedAnswer(ValueError):
     """The model's answer was still unparsable or invalid after the allowed retries."""
+
+
+class CutOff(MalformedAnswer):
+    """The reply ended before its answer did (no closing fence, code that does not parse, an output-token limit)."""

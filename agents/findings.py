@@ -1,12 +1,14 @@
-"""Findings: one line per experiment on what its measured outcome teaches, written from the numbers alone.
+"""Findings: one line per experiment on what its measured outcome teaches, written from the numbers and the plan.
 
-Deterministic on purpose, not an LLM call: a finding restates only what was measured (status, change over the
-parent against the plan's expected range, the roofline bound, per-shape direction, anti-cheat verdicts), so it
-cannot invent an outcome, costs nothing, replays identically and is bounded in length. Interpreting it is the
-designer's job: it reads these lines in its next prompt.
+Deterministic on purpose, not an LLM call: a finding restates what was measured (status, change over the parent
+against the plan's expected range, the roofline bound, per-shape direction, anti-cheat verdicts) and draws the
+lesson that follows from it for the plan's own mechanism (held, held less than planned, did not touch the
+bottleneck, cost time), naming what was borrowed from the reference. So it cannot invent an outcome, costs
+nothing, replays identically and is bounded in length. The selector and the designer read these lines.
 
 `finding_for(record, parent) -> str`, e.g. "c0005 'SiLU through exp2': no gain (+0%) over c0002, below its
-expected 1.02-1.08x; the kernel is memory bound at 81% of roofline."
+expected 1.02-1.08x; lesson: 'exp2 saves a multiply' did not move what limits this kernel; the kernel is memory
+bound at 81% of roofline."
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kernels.archive import CandidateRecord
 FLAT = 0.02  # changes within 2% are noise for the designer's purposes
 TITLE_CHARS = 56
 MESSAGE_CHARS = 90
+MECHANISM_CHARS = 80
 FAILURE_LESSON = {
     "compile_error": "the idea is untested, not refuted",
     "runtime_error": "the idea is untested, not refuted",
@@ -55,6 +58,23 @@ def _shape_split(record: CandidateRecord, parent: CandidateRecord) -> str:
     return ""
 
 
+def _lesson(ratio: float, experiment: dict) -> str:
+    """What the outcome says about the plan's mechanism."""
+    mechanism = f"'{clip(experiment.get('mechanism'), MECHANISM_CHARS)}'" if experiment.get("mechanism") else "the idea"
+    low = experiment.get("expected_speedup_min")
+    if ratio - 1 > FLAT:
+        held = "held, less than planned" if low is not None and ratio < low else "held here: build on it"
+        return f"lesson: {mechanism} {held}"
+    if ratio - 1 < -FLAT:
+        return f"lesson: {mechanism} costs time here; do not repeat it unchanged"
+    return f"lesson: {mechanism} did not move what limits this kernel"
+
+
+def _borrowed(record: CandidateRecord) -> str:
+    taken = (record.experiment or {}).get("from_reference")
+    return f"; it borrowed from {record.reference_id}: {clip(taken, MECHANISM_CHARS)}" if taken else ""
+
+
 def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     """What this experiment's outcome teaches, from its measurement and its parent's."""
     experiment = record.experiment or {}
@@ -83,7 +103,6 @@ def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
         verdict = f"regressed {change} against {parent.id} ({parent.speedup:.3g}x -> {record.speedup:.3g}x)"
     else:
         verdict = f"no gain ({change}) over {parent.id}"
-    clauses = [
-        c for c in (_against_expected(ratio, experiment), _shape_split(record, parent), _bottleneck(record)) if c
-    ]
-    return f"{head}: {verdict}{', ' + clauses[0] if clauses else ''}{''.join('; ' + c for c in clauses[1:])}{strayed}."
+    expected = f", {_against_expected(ratio, experiment)}" if _against_expected(ratio, experiment) else ""
+    clauses = [c for c in (_lesson(ratio, experiment), _shape_split(record, parent), _bottleneck(record)) if c]
+    return f"{head}: {verdict}{expected}{''.join('; ' + c for c in clauses)}{_borrowed(record)}{strayed}."

@@ -29,8 +29,9 @@ def describe_plan(plan: Plan) -> str:
     """The plan as the implementer and the debugger read it."""
     steps = "\n".join(f"{n}. {step}" for n, step in enumerate(plan.rubric, 1))
     anchors = "; ".join(f"lines {a.start_line}-{a.end_line} ({a.note or 'no note'})" for a in plan.anchors)
+    borrowed = f"Taken from the reference version: {plan.from_reference}\n\n" if plan.from_reference else ""
     return (
-        f"{plan.title}\n\nRubric:\n{steps}\n\nWhy: {plan.mechanism}\n\n"
+        f"{plan.title}\n\nRubric:\n{steps}\n\nWhy: {plan.mechanism}\n\n{borrowed}"
         f"Expected speedup over the base: {plan.expected_speedup_min}-{plan.expected_speedup_max}x "
         f"(risk {plan.risk}).\n\nAnchors in the base: {anchors or 'none: the whole module may change'}"
     )

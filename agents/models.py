@@ -4,8 +4,12 @@
   "google_genai:gemini-2.5-pro" (`DEFAULT_MODEL`), any "provider:model" of `PROVIDERS`, or "replay:PATH".
   `record_to` wraps a live model in a `RecordingChatModel` (`--record-cassette PATH`).
 - `ROLE_TEMPERATURE`: hotter for the hypothesizer (diverse ideas), cold for the code writers.
-- `ModelSettings(default, per_role, temperature, record_to)`: per-role overrides; `.spec_for(role)`,
-  `.make(role)`; `parse_role_overrides(["hypothesizer=google_genai:gemini-2.5-flash"])` for CLIs.
+- `ROLE_MAX_OUTPUT_TOKENS`: the output-token limit each role's live model is created with (a reply it cuts is
+  re-asked, never used); `REQUEST_TIMEOUT_S`: every provider's per-request timeout.
+- `ModelSettings(default, per_role, temperature, record_to, transcript_to)`: per-role overrides, every call written
+  to the run's transcript (`agents.transcript`); `.spec_for(role)`,
+  `.make(role)`; `parse_role_overrides(["hypothesizer=google_genai:gemini-2.5-flash"])` for CLIs. Recording a
+  role that replays a cassette is refused (`replayed_roles`): copy the cassette instead.
 
 SDK-level retries are switched off (our own loop in `agents.retry` retries, and must see every failure):
 langchain-google-genai documents `max_retries=0` as "the SDK default" (its default, 6, makes the SDK retry 429s
@@ -23,32 +27,38 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agents.cassette import RecordingChatModel, ReplayChatModel
 from agents.errors import FatalLLMError
+from agents.transcript import TranscriptChatModel
 
 DEFAULT_MODEL = "google_genai:gemini-2.5-pro"
 ROLES = ("selector", "hypothesizer", "implementer", "debugger")
 ROLE_TEMPERATURE = {"selector": 0.3, "hypothesizer": 0.9, "implementer": 0.2, "debugger": 0.1}
 REQUEST_TIMEOUT_S = 300.0
+# Room for a whole module (and a thinking model's reasoning, which Gemini counts as output) in the code roles.
+ROLE_MAX_OUTPUT_TOKENS = {"selector": 8192, "hypothesizer": 16384, "implementer": 16384, "debugger": 16384}
 
 
 @dataclass(frozen=True)
 class Provider:
-    """Where a LangChain provider's chat class lives, and the options that make it try only once per call."""
+    """Where a LangChain provider's chat class lives, its option names, and the options that make it try once."""
 
     package: str
     module: str
     cls: str
     # Most SDKs read max_retries=0 as "no retries"; those that do not say otherwise below.
     options: dict = field(default_factory=lambda: {"max_retries": 0})
+    limit_key: str = "max_tokens"
+    # None: the timeout is set another way (see `_timeout_options`).
+    timeout_key: str | None = "timeout"
 
 
 PROVIDERS: dict[str, Provider] = {
     "google_genai": Provider(
-        "langchain-google-genai",
-        "langchain_google_genai",
-        "ChatGoogleGenerativeAI",
-        {"max_retries": 1, "timeout": REQUEST_TIMEOUT_S},
+        "langchain-google-genai", "langchain_google_genai", "ChatGoogleGenerativeAI", {"max_retries": 1},
+        limit_key="max_output_tokens",
     ),
-    "google_vertexai": Provider("langchain-google-vertexai", "langchain_google_vertexai", "ChatVertexAI"),
+    "google_vertexai": Provider(
+        "langchain-google-vertexai", "langchain_google_vertexai", "ChatVertexAI", limit_key="max_output_tokens"
+    ),
     "openai": Provider("langchain-openai", "langchain_openai", "ChatOpenAI"),
     "azure_openai": Provider("langchain-openai", "langchain_openai", "AzureChatOpenAI"),
     "anthropic": Provider("langchain-anthropic", "langchain_anthropic", "ChatAnthropic"),
@@ -58,9 +68,20 @@ PROVIDERS: dict[str, Provider] = {
     "xai": Provider("langchain-xai", "langchain_xai", "ChatXAI"),
     "fireworks": Provider("langchain-fireworks", "langchain_fireworks", "ChatFireworks"),
     "together": Provider("langchain-together", "langchain_together", "ChatTogether"),
-    "bedrock_converse": Provider("langchain-aws", "langchain_aws", "ChatBedrockConverse", {}),
-    "ollama": Provider("langchain-ollama", "langchain_ollama", "ChatOllama", {}),
-}
+    "bedrock_converse": Provider("langchain-aws", "langchain_aws", "ChatBedrockConverse", {}, timeout_key=None),
+    "ollama": Provider("langchain-ollama", "langchain_ollama", "ChatOllama", {}, "num_predict", timeout_key=None),
+}  # fmt: skip
+
+
+def _timeout_options(name: str, provider: Provider) -> dict:
+    """The provider's request timeout (and, for boto, no retries of its own), however it is spelled."""
+    if provider.timeout_key is not None:
+        return {provider.timeout_key: REQUEST_TIMEOUT_S}
+    if name == "ollama":
+        return {"client_kwargs": {"timeout": REQUEST_TIMEOUT_S}}
+    # Bedrock reads its timeouts and retries from a botocore Config, which langchain-aws brings.
+    config = importlib.import_module("botocore.config").Config
+    return {"config": config(read_timeout=REQUEST_TIMEOUT_S, retries={"max_attempts": 1, "mode": "standard"})}
 
 
 def role_temperature(role: str, temperature: float | None = None) -> float:
@@ -96,8 +117,11 @@ def make_chat_model(
     if kind == "replay":
         return ReplayChatModel(path=Path(rest), role=role)
     cls, provider = _provider_class(kind)
+    options = provider.options | _timeout_options(kind, provider)
+    if role in ROLE_MAX_OUTPUT_TOKENS:
+        options[provider.limit_key] = ROLE_MAX_OUTPUT_TOKENS[role]
     try:
-        model = cls(model=rest, temperature=role_temperature(role, temperature), **provider.options)
+        model = cls(model=rest, temperature=role_temperature(role, temperature), **options)
     except ValidationError as error:  # e.g. no API key in the environment
         raise FatalLLMError(f"cannot create {spec} for the {role}: {error.errors()[0]['msg']}") from None
     if record_to is not None:
@@ -125,6 +149,7 @@ class ModelSettings(BaseModel):
     per_role: dict[str, str] = Field(default_factory=dict)
     temperature: dict[str, float] = Field(default_factory=dict)
     record_to: Path | None = None
+    transcript_to: Path | None = None
 
     @field_validator("per_role", "temperature")
     @classmethod
@@ -138,8 +163,22 @@ class ModelSettings(BaseModel):
         """The model spec this role uses."""
         return self.per_role.get(role, self.default)
 
+    def replayed_roles(self) -> list[str]:
+        """The roles whose model replays a cassette."""
+        return [role for role in ROLES if self.spec_for(role).startswith("replay:")]
+
     def make(self, role: str) -> BaseChatModel:
-        """The chat model for this role."""
+        """The chat model for this role; recording a replayed role is refused with a one-line error."""
         spec = self.spec_for(role)
-        record_to = None if spec.startswith("replay:") else self.record_to
-        return make_chat_model(spec, role=role, temperature=self.temperature.get(role), record_to=record_to)
+        if self.record_to is not None and spec.startswith("replay:"):
+            raise FatalLLMError(refuse_recording(self.replayed_roles()))
+        model = make_chat_model(spec, role=role, temperature=self.temperature.get(role), record_to=self.record_to)
+        return TranscriptChatModel(inner=model, path=self.transcript_to) if self.transcript_to else model
+
+
+def refuse_recording(roles: list[str]) -> str:
+    """Why --record-cassette is refused when roles replay a cassette: there is no live call to record."""
+    return (
+        f"--record-cassette records live models, but {', '.join(roles)} replay a cassette: copy that cassette "
+        "instead, or give those roles a live --model"
+    )

@@ -5,6 +5,7 @@
   set aside (not to chase), recent failures, the lineage of the best, a diversity figure and counts.
 - `notebook_summary(archive, findings=None, max_entries=12)`: for the designer; the last experiments' findings
   (stored ones, else written now by `agents.findings`), plus a one-line tally of everything earlier.
+- `lineage_line(archive, candidate_id)`: its ancestors and itself, with speedups and titles, on one line.
 - `selectable_ids(archive, k=8)`: the ids the selector may choose from: the `k` fastest trusted candidates, then
   each shape's and each line's leader outside them, so a candidate strong on one shape or heading another line
   is on offer. Candidates set aside (a hard anti-cheat flag no strict re-evaluation cleared) are never offered.
@@ -142,6 +143,14 @@ def notebook_summary(archive: Archive, findings: dict[str, str] | None = None, m
         finding = findings.get(record.id) or finding_for(record, _parent(archive, record))
         lines.append(f"- iter {record.iteration}, parent {record.parent_id or '-'}: {clip(finding, 2 * FIELD_CHARS)}")
     return "\n".join(lines)
+
+
+def lineage_line(archive: Archive, candidate_id: str) -> str:
+    """The candidate's line from its starting point: each ancestor's id, speedup and experiment, oldest first."""
+    chain = archive.lineage(candidate_id)
+    shown = [f"{r.id} {_speed(r)} ({clip(_title(r), 48)})" for r in chain[-LINEAGE_SHOWN:]]
+    elided = f"({len(chain) - LINEAGE_SHOWN} earlier) -> " if len(chain) > LINEAGE_SHOWN else ""
+    return elided + " -> ".join(shown)
 
 
 def _parent(archive: Archive, record: CandidateRecord) -> CandidateRecord | None:

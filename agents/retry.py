@@ -1,7 +1,10 @@
 """One model call with retries: back off on rate limits, timeouts and server errors; stop on the rest.
 
-Authentication, permission and bad-request errors are not worth a second try: they raise `FatalLLMError`
-with a one-line message at once. Errors we cannot classify are bugs and propagate unchanged.
+Transient errors are recognised for every provider `--model` accepts without importing their packages (which may
+be absent): langchain-core's `ModelError`, an HTTP status however the SDK carries it (botocore's response dict
+included), or the class names the SDKs use (`RateLimitError`, `ResourceExhausted`, `ThrottlingException`, ...).
+Authentication, permission and bad-request errors are not worth a second try; they, and anything we cannot
+classify, raise `FatalLLMError` with a one-line message at once, so the run ends cleanly and can be resumed.
 """
 
 from __future__ import annotations
@@ -17,11 +20,31 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from agents.accounting import LLMCall, cost_of
-from agents.cassette import CALL_ID_KEY
+from agents.cassette import CALL_ID_KEY, ROLE_KEY
 from agents.errors import FatalLLMError
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-FATAL_STATUS = frozenset({400, 401, 403, 404})
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+FATAL_STATUS = frozenset({400, 401, 402, 403, 404, 413, 422})
+# Class names across SDKs: openai and its compatibles, anthropic, google-genai and google-api-core, mistralai,
+# groq, ollama (httpx), botocore (Bedrock), requests and urllib3.
+TRANSIENT_NAMES = frozenset(
+    {
+        "RateLimitError", "APITimeoutError", "APIConnectionError", "InternalServerError", "OverloadedError",
+        "ServiceUnavailableError", "ServerError", "ResourceExhausted", "ServiceUnavailable", "DeadlineExceeded",
+        "TooManyRequests", "BadGateway", "GatewayTimeout", "Aborted",
+        "ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "InternalServerException",
+        "ModelTimeoutException", "ReadTimeoutError", "ConnectTimeoutError", "EndpointConnectionError",
+        "ConnectionClosedError", "RemoteProtocolError", "ReadTimeout", "ConnectTimeout", "ProtocolError",
+    }
+)  # fmt: skip
+FATAL_NAMES = frozenset(
+    {
+        "AuthenticationError", "PermissionDeniedError", "BadRequestError", "NotFoundError", "UnprocessableEntityError",
+        "Unauthenticated", "PermissionDenied", "InvalidArgument", "NotFound", "Forbidden", "Unauthorized",
+        "AccessDeniedException", "ValidationException", "ResourceNotFoundException", "UnrecognizedClientException",
+        "ExpiredTokenException", "NoCredentialsError", "DefaultCredentialsError",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,14 +62,31 @@ class RetryPolicy:
 
 
 def _status_code(error: BaseException) -> int | None:
-    # SDKs spell it differently: google-genai `.code`, openai/anthropic `.status_code`, httpx `.response`.
-    for name in ("status_code", "code"):
+    # SDKs spell it differently: google-genai `.code`, openai/anthropic `.status_code`, httpx `.response`,
+    # botocore a `.response` dict.
+    for name in ("status_code", "code", "http_status"):
         value = getattr(error, name, None)
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
     response = getattr(error, "response", None)
-    value = getattr(response, "status_code", None)
+    if isinstance(response, dict):
+        value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    else:
+        value = getattr(response, "status_code", None)
     return value if isinstance(value, int) else None
+
+
+def _by_name(error: BaseException) -> bool | None:
+    """Transient or fatal by the class names of the error's type and its bases (and botocore's error code)."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        names.add(str(response.get("Error", {}).get("Code", "")))
+    if names & FATAL_NAMES:
+        return False
+    if names & TRANSIENT_NAMES:
+        return True
+    return None
 
 
 def is_transient(error: BaseException) -> bool | None:
@@ -63,7 +103,7 @@ def is_transient(error: BaseException) -> bool | None:
     # httpx carries the Gemini SDK's requests (and most others'); its timeouts and dropped connections surface as is.
     if isinstance(error, TimeoutError | ConnectionError | httpx.TimeoutException | httpx.NetworkError):
         return True
-    return None
+    return _by_name(error)
 
 
 def _hint(error: BaseException) -> str:
@@ -91,7 +131,7 @@ def invoke_with_retries(
 ) -> tuple[AIMessage, LLMCall]:
     """Call the model once, retrying transient failures; the answer and its accounting."""
     policy = policy or RetryPolicy()
-    config = {"metadata": {CALL_ID_KEY: call_id}, "tags": [role]}
+    config = {"metadata": {CALL_ID_KEY: call_id, ROLE_KEY: role}, "tags": [role]}
     started = time.monotonic()
     for attempt in range(1, policy.max_attempts + 1):
         try:
@@ -100,7 +140,7 @@ def invoke_with_retries(
         except Exception as error:
             transient = is_transient(error)
             if transient is None:
-                raise
+                raise FatalLLMError(f"{role} call {call_id} failed unexpectedly: {_one_line(error)}") from error
             if not transient:
                 raise FatalLLMError(f"{role} call {call_id} failed{_hint(error)}: {_one_line(error)}") from error
             if attempt == policy.max_attempts:

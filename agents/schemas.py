@@ -2,10 +2,12 @@
 
 - `Selection(base_id, reference_id, contrast, rationale)`: the selector's pick; a reference names its contrast
   with the base ("shape": stronger on other input shapes, "lineage": another line of descent).
-- `Avenue(title, direction, citations)`: a broad direction, the designer's first stage.
+- `Avenue(title, direction, citations)`: a broad direction, the designer's first stage; `Avenues(lesson, avenues)`:
+  the whole first-stage answer, with what the difference between base and reference taught.
 - `Anchor(start_line, end_line, note)`: a region of the base source a plan changes (agents.anchors has the format).
 - `Plan(title, avenue, rubric, mechanism, expected_speedup_min, expected_speedup_max, risk, innovation, anchors,
-  citations)`: a concrete experiment, the designer's second stage; archived as a candidate's `experiment`.
+  citations, from_reference)`: a concrete experiment, the designer's second stage; archived as a candidate's
+  `experiment`; `from_reference` says what it borrows from the reference (None for nothing).
 - `ChosenPlan(index, reason)`: a plan kept by the paper's rule (agents.choice).
 """
 
@@ -43,6 +45,13 @@ class Avenue(BaseModel):
     citations: list[str] = Field(default_factory=list)
 
 
+class Avenues(BaseModel):
+    """The first stage's answer: the avenues, and the lesson of the base/reference contrast (None without one)."""
+
+    lesson: str | None = None
+    avenues: list[Avenue]
+
+
 class Anchor(BaseModel):
     """Lines `start_line`..`end_line` (1-based, inclusive) of the base source that a plan changes."""
 
@@ -70,6 +79,7 @@ class Plan(BaseModel):
     innovation: int = Field(ge=1, le=10, description="1: a routine tweak, 10: unlike anything tried")
     anchors: list[Anchor] = Field(default_factory=list)
     citations: list[str] = Field(default_factory=list)
+    from_reference: str | None = Field(None, description="what the plan borrows from the reference; null for nothing")
 
     @model_validator(mode="after")
     def _range_is_ordered(self) -> Plan:

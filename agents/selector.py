@@ -1,4 +1,7 @@
-"""The selector: picks the base version and a contrasting reference (by shape strength or lineage), and says why."""
+"""The selector: picks the base version and a contrasting reference (by shape strength or lineage), and says why.
+
+It reads the archive summary and the findings of earlier experiments (what each outcome taught).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from agents.accounting import LLMCall
 from agents.asking import ask_until_valid, render_prompt
 from agents.errors import MalformedAnswer
-from agents.parsing import extract_json
+from agents.parsing import answer_object
 from agents.retry import RetryPolicy
 from agents.schemas import Selection
 
@@ -36,7 +39,16 @@ def parse_selection(
     shapes: dict[str, dict[str, float]] | None = None,
 ) -> Selection:
     """The selection in an answer, with ids checked against those offered and the contrast against the archive."""
-    selection = Selection.model_validate(extract_json(text))
+    return answer_object(text, ("base_id",), lambda answer: _checked(answer, candidate_ids, lines, shapes))
+
+
+def _checked(
+    answer: dict,
+    candidate_ids: list[str],
+    lines: dict[str, str] | None,
+    shapes: dict[str, dict[str, float]] | None,
+) -> Selection:
+    selection = Selection.model_validate(answer)
     offered = ", ".join(candidate_ids)
     if selection.base_id not in candidate_ids:
         raise MalformedAnswer(f"base_id {selection.base_id!r} is not one of {offered}")
@@ -57,6 +69,7 @@ def select_parent(
     best_id: str | None = None,
     lines: dict[str, str] | None = None,
     shapes: dict[str, dict[str, float]] | None = None,
+    findings: str = "No experiments yet.",
     policy: RetryPolicy | None = None,
 ) -> tuple[Selection, LLMCall]:
     """The base to improve next; falls back to the best (`best_id`, else the first id) if answers stay malformed.
@@ -65,7 +78,9 @@ def select_parent(
     """
     if not candidate_ids:
         raise ValueError("the selector needs at least one candidate id")
-    prompt = render_prompt(ROLE, archive_summary=archive_summary, candidate_ids=", ".join(candidate_ids))
+    prompt = render_prompt(
+        ROLE, archive_summary=archive_summary, findings=findings, candidate_ids=", ".join(candidate_ids)
+    )
     try:
         return ask_until_valid(
             model,

@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluators.executor import Executor, LocalExecutor, local_devices, make_executor  # noqa: E402
+from evaluators.executors import make_executor  # noqa: E402
+from evaluators.executors.local import Executor, LocalExecutor, local_devices  # noqa: E402
 from kernels.problem import Problem, bundled_problems, load_problem  # noqa: E402
 
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from evaluators.timing import Clocks, TimingPlan, time_calls  # noqa: E402
+from evaluators.worker.timing import Clocks, TimingPlan, estimate_ms, time_reps, warm_up  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 
@@ -51,30 +51,19 @@ rt = problem_runtime(problem, "cuda")
 rt.use_shape(problem.shapes("cuda")[0])
 model = rt.reference(42)
 args = rt.inputs(1042, "normal")
-plan = TimingPlan(
-    warmup_ms=25,
-    rep_ms=float(sys.argv[1]) if len(sys.argv) > 1 else 200,
-    min_reps=20,
-    max_reps=2000,
-    cpu_reps=3,
-    flush_mb=512,
-    timing_sets=4,
-    retain=0,
-)
+REP_MS = float(sys.argv[1]) if len(sys.argv) > 1 else 200
+clocks = Clocks("cuda")
 
 
 def ours():
+    """Our timing routine as the parent commands it: the reference's estimate sizes warm-up and repetitions."""
+    call, fresh = (lambda a: model(*a)), (lambda s: rt.inputs(s, "normal"))
     with torch.no_grad():
-        facts, _ = time_calls(
-            lambda a: model(*a),
-            lambda s: rt.inputs(s, "normal"),
-            plan,
-            Clocks("cuda"),
-            lambda _: None,
-            7,
-            0,
-            lambda _: nullcontext(),
-        )
+        estimate = estimate_ms(call, fresh, clocks, 512, 1)
+        warm_up(call, fresh, clocks, int(min(max(25 / estimate, 1), 1000)), 2)
+        reps = int(min(max(REP_MS / estimate, 20), 2000))
+        plan = TimingPlan(reps, 7, 11, [], 512, 4, "cuda")
+        facts, _ = time_reps(call, fresh, plan, clocks, 0, lambda _: nullcontext())
     return statistics.median(facts["times_ms"])
 
 

@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from evaluators import EvalOptions, evaluate, reference_pool, spares  # noqa: E402
-from evaluators.toolchain import device_kind, resolve_device  # noqa: E402
+from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators.judge import reference_pool, spares  # noqa: E402
+from evaluators.judge.toolchain import device_kind, resolve_device  # noqa: E402
 from kernels.problem import bundled_problems, import_problem_module, load_problem  # noqa: E402
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.reference_pool import EnvironmentFailure, close_all  # noqa: E402
+from evaluators.judge.reference_pool import EnvironmentFailure, close_all  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 

@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernelbench_eval import alias_candidate  # noqa: E402
 
-from evaluators import EvalOptions, evaluate, reference_pool  # noqa: E402
+from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators.judge import reference_pool  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from evaluators.timing import device_key, device_lock  # noqa: E402
+from evaluators.worker.device_lock import device_key, device_lock  # noqa: E402
 
 # A process that imports torch, waits for a line on stdin, then opens a CUDA context (under the timing lock when a
 # lock directory is given) and exits.
@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from contextlib import nullcontext
 import torch
-from evaluators.timing import device_key, device_lock
+from evaluators.worker.device_lock import device_key, device_lock
 sys.stdin.readline()
 lock = device_lock(Path(sys.argv[2]), device_key("cuda")) if len(sys.argv) > 2 else nullcontext()
 with lock:

@@ -20,10 +20,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from evaluators.executor import ClusterError, Executor, cluster_arg, make_executor
-from evaluators.options import EvalOptions
-from evaluators.result import EvalResult
-from evaluators.suite_report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
+from evaluators.executors import make_executor
+from evaluators.executors.local import ClusterError, Executor, cluster_arg
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
+from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
 from kernels.problem import Problem, ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
 

@@ -10,6 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.result import EvalResult
 
 # `--help` and bad usage answer before torch loads: the evaluator and its types are imported once the flags are read.
 
@@ -39,9 +46,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def options_from(args: argparse.Namespace):
+def options_from(args: argparse.Namespace) -> EvalOptions:
     """EvalOptions from the flags; a bad combination raises ValueError."""
-    from evaluators.options import EvalOptions
+    from evaluators.judge.options import EvalOptions
 
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
     fields["compile_baseline"] = args.compile_baseline
@@ -50,8 +57,8 @@ def options_from(args: argparse.Namespace):
     return EvalOptions(**fields)
 
 
-def render(result, console) -> None:
-    """The readable summary (an EvalResult): verdict, times, flags, and diagnostics when something failed."""
+def render(result: EvalResult, console: Console) -> None:
+    """The readable summary: verdict, times, flags, and diagnostics when something failed."""
     from rich.table import Table
 
     style = STATUS_STYLE.get(result.status, "bold magenta")
@@ -92,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from rich.console import Console
 
-    from evaluators.evaluate import EnvironmentFailure, evaluate
+    from evaluators.judge.evaluate import EnvironmentFailure, evaluate
     from kernels.problem import ProblemError
 
     try:

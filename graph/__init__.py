@@ -17,7 +17,10 @@ Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled wi
   archive; a run stops early once its best reaches `speed_of_light` of its roofline.
 - LLM call ids: f"i{iteration}.selector", f"i{iteration}.hypothesizer.avenues", f"i{iteration}.hypothesizer.plans",
   f"i{iteration}.s{slot}.implementer.a0",
-  f"i{iteration}.s{slot}.debugger.a{attempt}" (attempt from 1), so cassettes replay parallel slots exactly.
+  f"i{iteration}.s{slot}.debugger.a{attempt}" (attempt from 1), so cassettes replay parallel slots exactly; every
+  call is written to `<run_dir>/transcript.jsonl` (graph.lab.model_settings).
+- The target (`RunContext.target`, `--target`; else the device that evaluates, graph.lab.run_target) reaches the
+  designer's retrieval and prompts and the report.
 - `python -m graph.run` (graph.run): runs or resumes (`--resume RUN_ID`) a run under runs/<run_id>, with a
   SqliteSaver at `<run_dir>/checkpoints.sqlite` (thread id = run id) and settings in `<run_dir>/run.json`;
   writes best_kernel.py, summary.json, speedup.svg and report.md (graph.report). Exit 0 done, 2 bad usage (every

@@ -25,9 +25,10 @@ from rich.live import Live
 from rich.table import Table
 
 from agents.models import DEFAULT_MODEL
-from evaluators.environment import REPO_ROOT, visible_device_env
-from evaluators.executor import ClusterError, Executor, cluster_arg, make_executor
-from evaluators.suite_report import machine, write_suite_report
+from evaluators.executors import make_executor
+from evaluators.executors.local import ClusterError, Executor, cluster_arg
+from evaluators.judge.environment import REPO_ROOT, visible_device_env
+from evaluators.suites.report import machine, write_suite_report
 from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int, stops_as_interrupts
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError

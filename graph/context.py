@@ -23,6 +23,13 @@ class RunContext:
         default_factory=dict, metadata={"description": "Per-role model overrides, e.g. {'hypothesizer': 'replay:X'}."}
     )
     device: str = field(default="auto", metadata={"description": "'auto' (a GPU if present), 'cuda' or 'cpu'."})
+    target: str = field(
+        default="",
+        metadata={
+            "description": "The architecture the kernels are for (mi300x, mi325x, mi355x, h100, h200, a100, cpu); "
+            "empty: the device that evaluates."
+        },
+    )
     cluster: str | None = field(
         default=None,
         metadata={

@@ -2,7 +2,8 @@
 
 Before a source is evaluated it is checked as a diff against the base (agents.anchors): edits far outside the
 plan's anchors go to the debugger as status "off_anchor" while attempts remain, and are noted in the archive when
-they are evaluated anyway. The implementer and the debugger see the siblings' attempts (agents.siblings).
+they are evaluated anyway. The implementer and the debugger see the siblings' attempts (agents.siblings); the
+debugger also sees the base and the earlier versions of its own candidate (the `attempts` channel).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
     task = state["task"]
     archive = lab.open_archive(task.run_dir)
     problem = load_problem(task.problem)
-    model = lab.model_settings(runtime.context).make("implementer")
+    model = lab.model_settings(runtime.context, task.run_dir).make("implementer")
     try:
         source, call = implement_plan(
             model,
@@ -70,13 +71,15 @@ def evaluate(
         event = {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": OFF_ANCHOR}
         runtime.stream_writer(event | {"message": strayed})
         diagnostics = {"status": OFF_ANCHOR, "message": strayed, "diagnostics": strayed}
-        return Command(goto="debugger", update={"status": OFF_ANCHOR, "eval": diagnostics})
+        update = {"status": OFF_ANCHOR, "eval": diagnostics, "attempts": [_version(state, OFF_ANCHOR, strayed)]}
+        return Command(goto="debugger", update=update)
     result = lab.evaluate(runtime.context, task.problem, state["source"], task.device)
     status = result["status"]
     event = {"iteration": task.iteration, "slot": task.slot, "attempt": attempts, "status": status}
     runtime.stream_writer(event | _timing(result))
     if route_after_evaluate(status, attempts, runtime.context.max_debug_attempts) == "debugger":
-        return Command(goto="debugger", update={"status": status, "eval": result})
+        version = _version(state, status, result.get("message", ""))
+        return Command(goto="debugger", update={"status": status, "eval": result, "attempts": [version]})
     update = {"status": status, "eval": result, "note": strayed}
     if quarantine.recheck_due(result):
         # Its own node, so a stop during the strict run never costs the evaluation that finished before it.
@@ -105,13 +108,15 @@ def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
     """Fix the source sent back (failed, or off its anchors) from the diagnostics, seeing the siblings' attempts."""
     task, attempt = state["task"], state.get("debug_attempts", 0) + 1
     archive = lab.open_archive(task.run_dir)
-    model = lab.model_settings(runtime.context).make("debugger")
+    model = lab.model_settings(runtime.context, task.run_dir).make("debugger")
     result = state["eval"]
     try:
         source, call = debug_candidate(
             model,
             problem=lab.problem_brief(load_problem(task.problem), task.device, archive),
             source=state["source"],
+            base_source=archive.get(task.base_id).source,
+            attempts=state.get("attempts", [])[:-1],  # the last is the version sent back, shown in full
             diagnostics=result.get("diagnostics") or result.get("message", ""),
             status=state["status"],
             plan=Plan(**task.experiment),
@@ -124,6 +129,11 @@ def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
         outcome = _outcome(task, state["source"], state["status"], result, attempt, note)
         return Command(goto=END, update={"outcomes": [outcome], "llm_calls": lab.calls_of(error)})
     return Command(goto="evaluate", update={"source": source, "debug_attempts": attempt, "llm_calls": [call]})
+
+
+def _version(state: ExperimentState, status: str, message: str) -> dict:
+    """The version being sent back, as the debugger's history keeps it."""
+    return {"attempt": state.get("debug_attempts", 0), "status": status, "message": message, "source": state["source"]}
 
 
 def _timing(result: dict) -> dict:

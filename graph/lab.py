@@ -1,4 +1,4 @@
-"""What the nodes share: the run directory, the archive, the device, the chat models and the prompt briefs."""
+"""What the nodes share: the run directory, the archive, the device and target, the chat models and the briefs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from secrets import token_hex
 
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
-from evaluators.executor import Executor, make_executor
-from evaluators.options import EvalOptions
+from agents.targets import Target, for_device, get_target
+from agents.transcript import TRANSCRIPT_FILE
+from evaluators.executors import make_executor
+from evaluators.executors.local import Executor
+from evaluators.judge.options import EvalOptions
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
 from kernels.problem import Problem, load_problem
@@ -85,10 +88,27 @@ def gpu_slots() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def model_settings(ctx: RunContext) -> ModelSettings:
-    """The per-role chat models of this run, recording to a cassette when asked."""
+def model_settings(ctx: RunContext, run_dir: str | Path | None = None) -> ModelSettings:
+    """The per-role chat models of this run, each call written to the run's transcript, recorded when asked."""
     record_to = Path(ctx.record_cassette) if ctx.record_cassette else None
-    return ModelSettings(default=ctx.model, per_role=dict(ctx.role_models), record_to=record_to)
+    where = run_dir or ctx.run_dir
+    transcript = Path(where) / TRANSCRIPT_FILE if where else None
+    return ModelSettings(
+        default=ctx.model, per_role=dict(ctx.role_models), record_to=record_to, transcript_to=transcript
+    )
+
+
+def evaluated_on(archive: Archive, device: str) -> str:
+    """The name of the device the run's evaluations ran on ("NVIDIA H100 80GB HBM3"), as the evaluator wrote it."""
+    gpu = next((r.eval.get("gpu") for r in archive.records if r.eval.get("gpu")), None)
+    return str(gpu).rsplit(" #", 1)[0] if gpu else device
+
+
+def run_target(ctx: RunContext, device: str, archive: Archive | None = None) -> Target:
+    """The architecture the kernels are for: `--target`, else the device that evaluates."""
+    if ctx.target:
+        return get_target(ctx.target)
+    return for_device(evaluated_on(archive, device) if archive is not None else device)
 
 
 def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBrief:

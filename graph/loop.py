@@ -1,7 +1,9 @@
 """The main loop's nodes: setup, selector, hypothesizer (the designer) and record; experiments run in graph.experiment.
 
 The strategy (graph.strategies) decides who picks the base (the selector, or the tree's epsilon-greedy rule, or
-sampling's fixed start) and whether the designer runs (not for sampling).
+sampling's fixed start) and whether the designer runs (not for sampling). The designer sees the base and the
+selector's reference side by side, writes for the run's target (`--target`, else the device that evaluates), and
+searches the target's own literature.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from agents.choice import choose_plans
 from agents.errors import MalformedAnswer
 from agents.findings import finding_for
 from agents.hypothesizer import propose_avenues, propose_plans, retrieval_queries
-from agents.notebook import archive_summary, notebook_summary, selectable_ids
+from agents.notebook import archive_summary, lineage_line, notebook_summary, selectable_ids
 from agents.population import diversity, line_of, shape_speedups
+from agents.schemas import Selection
 from agents.selector import select_parent
-from evaluators.profile import profile_summary
+from agents.targets import Target
+from evaluators.profiling.profile import profile_summary
 from graph import lab, quarantine, strategies
 from graph.context import RunContext
 from graph.routing import device_for_slot, stop_reason
@@ -34,6 +38,8 @@ from kernels.labbook import DesignRecord, Finding, LabBook
 from kernels.problem import Problem, load_problem
 
 NO_PROFILE = "Profiling is switched off for this run (--no-profile)."
+# The literature's list of documents: where to read, not what they say; its lists of names outrank notes in BM25.
+BIBLIOGRAPHY = "SOURCES.md"
 
 
 def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Literal["selector", "report"]]:
@@ -123,12 +129,13 @@ def selector(state: ScientistState, runtime: Runtime[RunContext]) -> dict:
     if ctx.strategy == "tree":
         chosen = strategies.tree_selection(archive, iteration, ctx.tree_epsilon, Path(state["run_dir"]).name)
         return update | {"selection": chosen.model_dump()}
-    model = lab.model_settings(ctx).make("selector")
+    model = lab.model_settings(ctx, state["run_dir"]).make("selector")
     best = lab.best_kernel(archive)
     ids = selectable_ids(archive)
     selection, call = select_parent(
         model,
         archive_summary=archive_summary(archive),
+        findings=notebook_summary(archive, LabBook(state["run_dir"]).findings),
         candidate_ids=ids,
         best_id=best.id if best and best.id in ids else None,
         lines=line_of(archive),
@@ -145,6 +152,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     iteration, selection = state["iteration"], state["selection"]
     archive = lab.open_archive(state["run_dir"])
     book = LabBook(state["run_dir"])
+    target = lab.run_target(ctx, state["device"], archive)
     design = DesignRecord(
         iteration=iteration,
         strategy=ctx.strategy,
@@ -152,6 +160,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
         reference_id=selection.get("reference_id"),
         contrast=selection.get("contrast"),
         rationale=selection.get("rationale", ""),
+        target=target.name,
         diversity=diversity(archive),
     )
     if ctx.strategy == "sampling":
@@ -161,33 +170,35 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     problem = load_problem(state["problem"])
     brief = lab.problem_brief(problem, state["device"], archive)
     base_record = archive.get(selection["base_id"])
-    base = CandidateBrief.from_record(base_record)
+    base = _brief(archive, base_record.id)
+    reference = _brief(archive, selection["reference_id"]) if selection.get("reference_id") else None
     profile = profile_summary(problem, base_record.source, state["device"]) if ctx.profile else NO_PROFILE
-    passages, search_note = _search_literature(retrieval_queries(brief, base), ctx)
+    passages, search_note = _search_literature(retrieval_queries(brief, base, target), target, ctx)
     notes = [search_note] if search_note else []
     findings = notebook_summary(archive, book.findings)
-    model = lab.model_settings(ctx).make("hypothesizer")
+    model = lab.model_settings(ctx, state["run_dir"]).make("hypothesizer")
+    seen = {
+        "problem": brief,
+        "base": base,
+        "reference": reference,
+        "selection": Selection.model_validate(selection),
+        "target": target,
+        "findings": findings,
+        "profile": profile,
+        "passages": passages,
+    }
     calls = []
     try:
-        avenues, call = propose_avenues(
-            model,
-            problem=brief,
-            base=base,
-            findings=findings,
-            profile=profile,
-            passages=passages,
-            n_avenues=ctx.avenues,
-            call_id=f"i{iteration}.hypothesizer.avenues",
+        found, call = propose_avenues(
+            model, **seen, n_avenues=ctx.avenues, call_id=f"i{iteration}.hypothesizer.avenues"
         )
         calls.append(call)
+        avenues = found.avenues
         plans, call = propose_plans(
             model,
-            problem=brief,
-            base=base,
+            **seen,
             avenues=avenues,
-            findings=findings,
-            profile=profile,
-            passages=passages,
+            lesson=found.lesson,
             n_plans=ctx.plans,
             call_id=f"i{iteration}.hypothesizer.plans",
         )
@@ -199,6 +210,7 @@ def hypothesizer(state: ScientistState, runtime: Runtime[RunContext]) -> Command
     book.add_design(
         design.model_copy(
             update={
+                "lesson": found.lesson,
                 "avenues": [avenue.model_dump() for avenue in avenues],
                 "plans": [plan.model_dump() for plan in plans],
                 "chosen": [pick.model_dump() for pick in chosen],
@@ -239,15 +251,26 @@ def _sends(state: ScientistState, plans: list, profile: str) -> list[Send]:
     ]
 
 
-def _search_literature(queries: list[str], ctx: RunContext) -> tuple[list[retrieval.Passage], str | None]:
-    """Passages for all queries, best first, each passage once; and a note when the index could not be used.
+def _brief(archive: Archive, candidate_id: str) -> CandidateBrief:
+    """A candidate as the designer sees it, with its lineage."""
+    return CandidateBrief.from_record(archive.get(candidate_id), lineage=lineage_line(archive, candidate_id))
+
+
+def _search_literature(
+    queries: list[str], target: Target, ctx: RunContext
+) -> tuple[list[retrieval.Passage], str | None]:
+    """Passages for all queries from the target's documents, best first, each once; a note when the index failed.
 
     A broken or unbuildable index costs the hypothesizer its citations, not the run its progress.
     """
     found: dict[tuple[str, str], retrieval.Passage] = {}
+    filters = {"arch": list(target.arch_labels)} if target.arch_labels else None
+    k = ctx.passages_per_query
     try:
         for query in queries:
-            for passage in retrieval.search(query, k=ctx.passages_per_query, mode=ctx.retrieval):
+            passages = retrieval.search(query, k=3 * k, filters=filters, mode=ctx.retrieval)
+            notes = [p for p in passages if Path(str(p.metadata.get("path", ""))).name != BIBLIOGRAPHY]
+            for passage in notes[:k]:
                 found.setdefault((passage.source, passage.text), passage)
     except Exception as error:  # chromadb, OS and model-loading errors all end up here
         note = f"literature search failed, hypothesizing without passages: {type(error).__name__}: {error}"

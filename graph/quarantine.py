@@ -7,7 +7,7 @@ keeps both evaluations and says why (or that the strict run cleared it).
 from __future__ import annotations
 
 import evaluators
-from evaluators.flags import Flag, strict_can_clear
+from evaluators.judge.flags import Flag, strict_can_clear
 from graph import lab
 from kernels.problem import Problem
 

@@ -1,4 +1,8 @@
-"""The run's deliverables under its directory: best_kernel.py, summary.json, speedup.svg and report.md."""
+"""The run's deliverables under its directory: best_kernel.py, summary.json, speedup.svg and report.md.
+
+The report links the run's transcript (every model call, `agents.transcript`), names the target architecture
+and the output-token limit per role, and shows per iteration what the designer took from the reference.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ from agents.accounting import totals_by_role
 from agents.cassette import read_cassette
 from agents.choice import RULE_TEXT, TIE_RULE
 from agents.errors import FatalLLMError
+from agents.models import ROLE_MAX_OUTPUT_TOKENS
 from agents.population import diversity
+from agents.transcript import TRANSCRIPT_FILE
 from graph import lab
 from graph.context import RunContext
 from graph.plot import speedup_svg
@@ -61,14 +67,20 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
     calls = state.get("llm_calls", [])
     tokens, dollars = lab.spent(calls)
     seed = next((r for r in archive.records if r.eval), None)
+    target = lab.run_target(ctx, state.get("device") or lab.run_device(ctx), archive)
+    transcript = book.run_dir / TRANSCRIPT_FILE
     return {
         "run_id": run_id,
         "strategy": ctx.strategy,
         "problem": state.get("problem", ctx.problem),
         "device": state.get("device", ctx.device),
         "evaluations": lab.executor(ctx, state.get("device") or lab.run_device(ctx)).describe(),
+        "target": {"name": target.name, "title": target.title, "arch": target.arch},
         "model": ctx.model,
         "role_models": dict(ctx.role_models),
+        "output_token_limits": dict(ROLE_MAX_OUTPUT_TOKENS),
+        "transcript": TRANSCRIPT_FILE if transcript.exists() else None,
+        "model_calls": sum(1 for _ in transcript.open()) if transcript.exists() else 0,
         "timing": seed.eval.get("timing") if seed else None,
         "baseline_ms": seed.eval.get("baseline_ms") if seed else None,
         "best_id": best.id if best else None,
@@ -96,6 +108,9 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
 def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
     """The human report: headline, method, plot, lineage tree, who was set aside, designs, findings and the notebook."""
     best = summary["best_speedup"]
+    target = summary["target"]
+    limits = ", ".join(f"{role} {n}" for role, n in summary["output_token_limits"].items())
+    replayed = summary["model"].startswith("replay:")
     headline = f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none"
     if summary.get("best_speedup_vs_compile"):
         headline += f", {summary['best_speedup_vs_compile']:.4g}x over torch.compile"
@@ -105,7 +120,9 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
         f"# Kernel Scientist run {summary['run_id']}",
         "",
         f"- problem: `{summary['problem']}` on `{summary['device']}` (timing: {summary['timing']})",
+        f"- target: {target['title']} (`{target['name']}`; {target['arch']})",
         f"- model: `{summary['model']}`",
+        f"- output-token limit per role: {limits}" + (" (live models only)" if replayed else ""),
         f"- evaluations: {summary['evaluations']}",
         f"- strategy: {summary['strategy']} ({STRATEGIES[summary['strategy']]})",
         headline,
@@ -115,6 +132,11 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
     ]
     if replay := replay_note(summary["model"]):
         lines.append(replay)
+    if summary["transcript"]:
+        lines.append(
+            f"- transcript: [{summary['transcript']}]({summary['transcript']}), every model call's prompt and "
+            f"answer ({summary['model_calls']} lines)"
+        )
     if summary["timing"] == "interpreter":
         lines.append("- note: CPU timings come from Triton's interpreter; they rank candidates, not GPU performance")
     spread = summary["diversity"]
@@ -163,6 +185,8 @@ def design_section(design: DesignRecord) -> list[str]:
     """One iteration's design: the selection, the profile read, every avenue and every plan, chosen or not."""
     reference = f", reference {design.reference_id} ({design.contrast} contrast)" if design.reference_id else ""
     lines = ["", f"### Iteration {design.iteration}: base {design.base_id}{reference}", "", design.rationale]
+    lines += ["", f"Designed for: `{design.target}`."] if design.target else []
+    lines += from_reference(design)
     if design.profile:
         lines += ["", "Profiler evidence on the base:", "", "```", design.profile, "```"]
     if design.avenues:
@@ -181,6 +205,23 @@ def design_section(design: DesignRecord) -> list[str]:
             cells.append(reasons.get(n, "no"))
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines
+
+
+def from_reference(design: DesignRecord) -> list[str]:
+    """What the designer learned from the reference and what the chosen plans took from it."""
+    if design.strategy == "sampling":
+        return []
+    if not design.reference_id:
+        return ["", "No reference this iteration: nothing to take from one."]
+    lines = ["", f"What the difference with {design.reference_id} taught: {design.lesson or '(not said)'}"]
+    taken = [
+        f"- {design.plans[pick['index']]['title']}: {design.plans[pick['index']].get('from_reference')}"
+        for pick in design.chosen
+        if pick["index"] < len(design.plans) and design.plans[pick["index"]].get("from_reference")
+    ]
+    if not taken:
+        return lines + ["", f"Taken from {design.reference_id}: nothing (no chosen plan borrows from it)."]
+    return lines + ["", f"Taken from {design.reference_id} by the chosen plans:", "", *taken]
 
 
 def lineage_tree(archive: Archive) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 # Only light modules here: `--help` and bad usage must answer before torch, LangGraph or LangChain load.
+from agents.targets import UnknownTarget, get_target, known
 from graph import preflight
 from graph.context import DEFAULT_MODEL, DEFAULT_PROBLEM, RunContext
 
@@ -44,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help=f"provider:model or replay:CASSETTE (default {DEFAULT_MODEL}, or the demo)")
     p.add_argument("--model-for", action="append", default=[], metavar="ROLE=SPEC", help="per-role model")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto: a GPU if present")
+    p.add_argument(
+        "--target", type=target_arg, help=f"architecture the kernels are for ({known()}; default: the device)"
+    )
     p.add_argument(
         "--cluster", type=cluster_flag, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
@@ -77,9 +81,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def target_arg(text: str) -> str:
+    """An argparse type: a known target's name."""
+    try:
+        return get_target(text).name
+    except UnknownTarget as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def cluster_flag(text: str) -> str:
     """An argparse type: a --cluster value (the executors load only once a value is given)."""
-    from evaluators.executor import cluster_arg
+    from evaluators.executors.local import cluster_arg
 
     return cluster_arg(text)
 
@@ -119,7 +131,7 @@ def fraction(text: str) -> float:
 def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[RunContext, int, str | None]:
     """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
     from agents.errors import FatalLLMError
-    from agents.models import parse_role_overrides
+    from agents.models import ModelSettings, parse_role_overrides, refuse_recording
     from kernels.problem import ProblemError, load_problem
 
     try:
@@ -143,6 +155,9 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
         p.error(f"--model-for: {error}")
     for spec in role_models.values():
         check_model_spec(spec, p)
+    replayed = ModelSettings(default=model, per_role=role_models).replayed_roles()
+    if args.record_cassette and replayed:
+        p.error(refuse_recording(replayed))
     given = {key: value for key, value in vars(args).items() if value is not None}
     names = {f.name for f in fields(RunContext)}
     ctx = RunContext(
@@ -228,8 +243,8 @@ def stops_as_interrupts():
 def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
     """Run or resume, with every argument checked and the cluster (if any) joined before any LLM call is made."""
     from agents.errors import FatalLLMError
-    from evaluators.evaluate import EnvironmentFailure
-    from evaluators.executor import ClusterError, InfrastructureError
+    from evaluators.executors.local import ClusterError, InfrastructureError
+    from evaluators.judge.evaluate import EnvironmentFailure
     from graph import lab
     from graph.builder import build_graph
     from graph.checkpoint import open_checkpointer

@@ -79,6 +79,7 @@ class ExperimentState(TypedDict, total=False):
     status: str
     eval: dict[str, Any]
     debug_attempts: int
+    attempts: Annotated[list[dict[str, Any]], operator.add]  # versions sent back: attempt, status, message, source
     note: str
     outcomes: Annotated[list[ExperimentOutcome], gather]
     llm_calls: Annotated[list[Any], operator.add]

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.suite_report import SuiteRow, not_judged
+from evaluators.suites.report import SuiteRow, not_judged
 from graph import lab
 from graph.checkpoint import open_checkpointer
 from graph.run import SETTINGS_FILE

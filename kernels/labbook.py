@@ -2,7 +2,8 @@
 
 Contract (used by `agents/` and `graph/`):
 
-- `DesignRecord`: `iteration`, `strategy`, `base_id`, `reference_id`, `contrast`, `rationale`, `avenues` and
+- `DesignRecord`: `iteration`, `strategy`, `base_id`, `reference_id`, `contrast`, `rationale`, `target` (the
+  architecture designed for), `lesson` (what the base/reference difference taught the designer), `avenues` and
   `plans` (dumps of `agents.schemas.Avenue` / `Plan`, chosen or not), `chosen` ([{"index", "reason"}]),
   `profile` (the base's profiler summary the designer read), `diversity` (agents.population.diversity).
 - `Finding`: `candidate_id`, `iteration`, `text`: one line on what the candidate's measured outcome teaches.
@@ -31,6 +32,8 @@ class DesignRecord(BaseModel):
     reference_id: str | None = None
     contrast: str | None = None
     rationale: str = ""
+    target: str = ""
+    lesson: str | None = None
     avenues: list[dict] = Field(default_factory=list)
     plans: list[dict] = Field(default_factory=list)
     chosen: list[dict] = Field(default_factory=list)

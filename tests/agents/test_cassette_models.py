@@ -6,11 +6,22 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from agents.cassette import RecordingChatModel, ReplayChatModel
 from agents.errors import FatalLLMError
-from agents.models import ROLE_TEMPERATURE, ModelSettings, make_chat_model, parse_role_overrides
+from agents.models import (
+    PROVIDERS,
+    REQUEST_TIMEOUT_S,
+    ROLE_MAX_OUTPUT_TOKENS,
+    ROLE_TEMPERATURE,
+    ModelSettings,
+    _timeout_options,
+    make_chat_model,
+    parse_role_overrides,
+)
 
 
 def ask(model, text, call_id, role="selector"):
-    return model.invoke([HumanMessage(text)], config={"metadata": {"ks_call_id": call_id}, "tags": [role]})
+    return model.invoke(
+        [HumanMessage(text)], config={"metadata": {"ks_call_id": call_id, "ks_role": role}, "tags": [role]}
+    )
 
 
 def test_record_then_replay_round_trip(tmp_path):
@@ -89,6 +100,25 @@ def test_gemini_gets_role_temperature_and_one_sdk_attempt(monkeypatch):
     assert make_chat_model("google_genai:gemini-2.5-flash", role="debugger", temperature=0.5).temperature == 0.5
 
 
+def test_every_live_model_gets_a_request_timeout_and_its_role_output_limit(monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    model = make_chat_model("google_genai:gemini-2.5-pro", role="implementer")
+    assert model.timeout == REQUEST_TIMEOUT_S and model.max_output_tokens == ROLE_MAX_OUTPUT_TOKENS["implementer"]
+    assert make_chat_model("google_genai:gemini-2.5-pro", role="selector").max_output_tokens == 8192
+    # Every other provider names its timeout option; Ollama's goes to its client, Bedrock's to a botocore Config.
+    spelled = {name for name, provider in PROVIDERS.items() if provider.timeout_key is not None}
+    assert set(PROVIDERS) - spelled == {"ollama", "bedrock_converse"}
+    assert _timeout_options("ollama", PROVIDERS["ollama"]) == {"client_kwargs": {"timeout": REQUEST_TIMEOUT_S}}
+
+
+def test_replay_and_recording_keep_the_stop_reason(tmp_path):
+    path = tmp_path / "run.json"
+    live = GenericFakeChatModel(messages=iter([AIMessage("cut", response_metadata={"finish_reason": "length"})]))
+    assert ask(RecordingChatModel(inner=live, path=path, spec="fake:live"), "q", "i1.selector").content == "cut"
+    replayed = ask(make_chat_model(f"replay:{path}", role="selector"), "q", "i1.selector")
+    assert replayed.response_metadata["finish_reason"] == "length"
+
+
 def test_settings_per_role_overrides_and_recording(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     cassette = tmp_path / "c.json"
@@ -98,7 +128,11 @@ def test_settings_per_role_overrides_and_recording(monkeypatch, tmp_path):
         record_to=tmp_path / "rec.json",
     )
     assert settings.spec_for("implementer") == "google_genai:gemini-2.5-pro"
-    assert isinstance(settings.make("debugger"), ReplayChatModel)
+    # A replayed role has no live call to record: refused in one line, never recorded silently as nothing.
+    with pytest.raises(FatalLLMError, match="records live models, but debugger replay a cassette") as refused:
+        settings.make("debugger")
+    assert "\n" not in str(refused.value)
+    assert isinstance(settings.model_copy(update={"record_to": None}).make("debugger"), ReplayChatModel)
     recorder = settings.make("selector")
     assert isinstance(recorder, RecordingChatModel) and recorder.inner.model == "gemini-2.5-flash"
     with pytest.raises(FatalLLMError, match="bad model override"):

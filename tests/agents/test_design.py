@@ -10,7 +10,7 @@ from agents.errors import MalformedAnswer
 from agents.findings import finding_for
 from agents.hypothesizer import propose_avenues, propose_plans
 from agents.notebook import notebook_summary
-from agents.schemas import Avenue, Plan
+from agents.schemas import Avenue, Plan, Selection
 from agents.selector import select_parent
 from kernels.archive import Archive, CandidateRecord
 from tests.agents.fakes import Flaky, scripted
@@ -63,8 +63,8 @@ def test_avenues_prompt_carries_passages_findings_profile_and_shapes():
     found, call = avenues(model)
     prompt = model.seen[0][1][0].content
     assert "source: hopper/memory.md#coalescing" in prompt and "FINDINGS" in prompt and "PROFILE" in prompt
-    assert "M=4096 1.30x" in prompt and "Name exactly 2 distinct avenues" in prompt
-    assert found[0].citations == ["cdna3/hbm.md#vector-loads", "profile"] and call.role == "hypothesizer"
+    assert "M=4096 1.30x" in prompt and "exactly 2 distinct avenues" in prompt
+    assert found.avenues[0].citations == ["cdna3/hbm.md#vector-loads", "profile"] and call.role == "hypothesizer"
 
 
 @pytest.mark.parametrize(
@@ -80,19 +80,54 @@ def test_avenues_prompt_carries_passages_findings_profile_and_shapes():
 def test_a_malformed_avenue_answer_is_fed_back_then_fixed(bad, says):
     model = Flaky(outcomes=[bad, avenue_answer()], seen=[])
     found, call = avenues(model)
-    assert len(found) == 2 and call.attempts == 2
+    assert len(found.avenues) == 2 and call.attempts == 2
     assert says in model.seen[1][1][-1].content
 
 
 def test_avenues_may_cite_the_lab_alone_when_no_passage_was_retrieved():
     found, _ = avenues(scripted(avenue_answer(citations=("findings",))), passages=[])
-    assert found[0].citations == ["findings"]
+    assert found.avenues[0].citations == ["findings"]
 
 
 def test_avenues_raise_when_answers_stay_malformed():
     with pytest.raises(MalformedAnswer, match="exactly 2") as caught:
         avenues(scripted(avenue_answer(n=1), avenue_answer(n=1), avenue_answer(n=1)))
     assert caught.value.call.attempts == 3
+
+
+# the reference beside the base
+
+
+REFERENCE = CandidateBrief(
+    id="c0004", source="ref line 1\nref line 2\n", speedup=1.1, runtime_ms=0.6, roofline_fraction=0.3,
+    bound="memory", shapes={"M=4096": 1.0, "M=16": 1.4}, lineage="c0000 1.00x (reference) -> c0004 1.10x (tiles)",
+)  # fmt: skip
+CONTRAST = Selection(base_id="c0003", reference_id="c0004", contrast="shape", rationale="c0004 wins on M=16")
+
+
+def test_both_stages_show_the_reference_beside_the_base_and_ask_what_the_difference_taught():
+    lesson = json.loads(avenue_answer()) | {"lesson": "Tiles win on small rows."}
+    model = Flaky(
+        outcomes=[json.dumps(lesson), plans_answer(plan_dict(), plan_dict("q") | {"from_reference": "tiles"})]
+    )
+    model.seen = []
+    found, _ = avenues(model, reference=REFERENCE, selection=CONTRAST)
+    made, _ = plans(model, reference=REFERENCE, selection=CONTRAST, lesson=found.lesson)
+    first, second = model.seen[0][1][0].content, model.seen[1][1][0].content
+    for prompt in (first, second):
+        assert "Reference version c0004 (shape contrast with the base)" in prompt and "ref line 2" in prompt
+        assert "c0004 wins on M=16" in prompt and "M=16 1.40x" in prompt and "-> c0004 1.10x (tiles)" in prompt
+    assert "what the difference between the base and the reference taught" in first
+    assert found.lesson == "Tiles win on small rows." and "Tiles win on small rows." in second
+    assert "`from_reference`" in second and [p.from_reference for p in made] == [None, "tiles"]
+
+
+def test_without_a_reference_the_prompts_say_so_plainly():
+    model = Flaky(outcomes=[avenue_answer(), plans_answer()], seen=[])
+    avenues(model)
+    plans(model)
+    for _, messages in model.seen:
+        assert "None this iteration" in messages[0].content and "Reference version c" not in messages[0].content
 
 
 # stage two: plans
@@ -215,3 +250,17 @@ def test_a_claimed_contrast_must_hold_in_the_archive():
     assert (selection.reference_id, selection.contrast, call.attempts) == ("c0004", "shape", 3)
     assert "same line of descent" in model.seen[1][1][-1].content
     assert "not faster than c0002 on any shape" in model.seen[2][1][-1].content
+
+
+def test_findings_say_what_was_learned_and_what_was_borrowed():
+    parent = CandidateRecord(id="c0002", source="s", status="correct", speedup=2.0)
+    experiment = plan_dict("warps", lo=1.0, hi=1.1) | {"mechanism": "bounded registers", "from_reference": "its tiles"}
+    child = CandidateRecord(
+        id="c0005", parent_id="c0002", reference_id="c0003", iteration=2, source="s", status="correct", speedup=2.1,
+        experiment=experiment,
+    )  # fmt: skip
+    finding = finding_for(child, parent)
+    assert "gained +5%" in finding and "lesson: 'bounded registers' held here: build on it" in finding
+    assert "it borrowed from c0003: its tiles" in finding
+    slower = child.model_copy(update={"speedup": 1.5})
+    assert "lesson: 'bounded registers' costs time here; do not repeat it unchanged" in finding_for(slower, parent)

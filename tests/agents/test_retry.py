@@ -50,7 +50,65 @@ def test_classification():
     assert is_transient(KeyError("bug")) is None
 
 
-def test_unknown_errors_propagate_unchanged():
-    model = Flaky(outcomes=[KeyError("bug")], seen=[])
-    with pytest.raises(KeyError):
+def test_an_unclassified_error_ends_the_run_with_one_line_not_a_traceback():
+    model = Flaky(outcomes=[KeyError("bug"), "never"], seen=[])
+    with pytest.raises(FatalLLMError, match="selector call x failed unexpectedly: KeyError: 'bug'") as caught:
         invoke_with_retries(model, [], role="selector", call_id="x", policy=policy([]))
+    assert isinstance(caught.value.__cause__, KeyError) and len(model.seen) == 1
+
+
+def sdk_error(module: str, name: str, base: type = Exception, **attributes) -> Exception:
+    """An exception shaped like a provider SDK's (its class name and module), without importing the SDK."""
+    cls = type(name, (base,), {"__module__": module})
+    error = cls("service says no")
+    for key, value in attributes.items():
+        setattr(error, key, value)
+    return error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        sdk_error("openai", "RateLimitError"),
+        sdk_error("openai", "APITimeoutError"),
+        sdk_error("anthropic", "OverloadedError"),
+        sdk_error("anthropic", "InternalServerError"),
+        sdk_error("google.api_core.exceptions", "ResourceExhausted"),
+        sdk_error("google.api_core.exceptions", "ServiceUnavailable"),
+        sdk_error("google.genai.errors", "ServerError", code=503),
+        sdk_error("mistralai", "SDKError", status_code=429),
+        sdk_error("groq", "APIConnectionError"),
+        sdk_error("botocore.exceptions", "ReadTimeoutError"),
+        sdk_error("botocore.exceptions", "ClientError", response={"Error": {"Code": "ThrottlingException"}}),
+        sdk_error("ollama", "ResponseError", status_code=503),
+        sdk_error("requests.exceptions", "ReadTimeout"),
+        # A subclass of a transient SDK class, as SDKs define per-endpoint errors.
+        sdk_error("openai", "ChatRateLimit", base=type("RateLimitError", (Exception,), {})),
+    ],
+    ids=lambda e: f"{type(e).__module__}.{type(e).__name__}",
+)
+def test_transient_errors_of_each_provider_are_retried(error):
+    sleeps = []
+    model = Flaky(outcomes=[error, "ok"], seen=[])
+    answer, call = invoke_with_retries(model, [], role="selector", call_id="i1.selector", policy=policy(sleeps))
+    assert answer.content == "ok" and call.attempts == 2 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        sdk_error("openai", "AuthenticationError"),
+        sdk_error("anthropic", "BadRequestError"),
+        sdk_error("google.api_core.exceptions", "PermissionDenied"),
+        sdk_error("google.genai.errors", "ClientError", code=400),
+        sdk_error("botocore.exceptions", "ClientError", response={"Error": {"Code": "AccessDeniedException"}}),
+        sdk_error("botocore.exceptions", "NoCredentialsError"),
+    ],
+    ids=lambda e: f"{type(e).__module__}.{type(e).__name__}",
+)
+def test_fatal_errors_of_each_provider_stop_at_once(error):
+    sleeps = []
+    model = Flaky(outcomes=[error, "never"], seen=[])
+    with pytest.raises(FatalLLMError, match="selector call i1.selector failed"):
+        invoke_with_retries(model, [], role="selector", call_id="i1.selector", policy=policy(sleeps))
+    assert sleeps == [] and len(model.seen) == 1

@@ -3,9 +3,10 @@ import pytest
 from agents.briefs import CandidateBrief, ProblemBrief
 from agents.debugger import clip_diagnostics, debug_candidate
 from agents.hypothesizer import retrieval_queries
-from agents.implementer import implement_plan
+from agents.implementer import describe_plan, implement_plan
 from agents.schemas import Anchor, Plan
 from agents.selector import select_parent
+from agents.targets import get_target
 from tests.agents.fakes import Flaky, scripted
 
 PROBLEM = ProblemBrief(name="row_softmax", doc="Softmax over rows.", source="class Model: ...", device="cuda")
@@ -85,11 +86,14 @@ def test_retrieval_queries_follow_the_measured_bottleneck():
     memory = retrieval_queries(PROBLEM, BASE)
     assert any("memory-bound" in q and "35%" in q for q in memory)
     compute = retrieval_queries(
-        PROBLEM.model_copy(update={"device": "MI300X"}),
+        PROBLEM.model_copy(update={"device": "cuda"}),
         BASE.model_copy(update={"bound": "compute", "roofline_fraction": 0.8}),
+        get_target("mi300x"),
     )
-    assert any("compute-bound" in q for q in compute) and any("CDNA3" in q for q in compute)
+    assert any("compute-bound" in q for q in compute) and any("CDNA3" in q and "MFMA" in q for q in compute)
     assert any("near roofline" in q for q in compute)
+    hopper = retrieval_queries(PROBLEM, BASE, get_target("h100"))
+    assert any("TMA" in q and "warpgroups" in q for q in hopper) and not any("CDNA3" in q for q in hopper)
     unmeasured = retrieval_queries(PROBLEM, BASE.model_copy(update={"bound": None, "roofline_fraction": None}))
     assert unmeasured and all("row softmax" in q for q in unmeasured)
 
@@ -112,6 +116,8 @@ def test_implementer_extracts_source_from_chatter_and_passes_the_reference():
     prompt = model.seen[0][1][0].content
     assert "BASE SRC" in prompt and "REF SRC" in prompt and "vectorize" in prompt and "SIBLINGS" in prompt
     assert "# >>> anchor 1: loads" in prompt and "load 8 bf16 per thread" in prompt
+    borrowing = plan().model_copy(update={"from_reference": "its 64-wide tiles"})
+    assert "Taken from the reference version: its 64-wide tiles" in describe_plan(borrowing)
 
 
 def test_implementer_without_reference_omits_the_section_and_retries_prose():
@@ -152,3 +158,33 @@ def test_long_diagnostics_keep_head_and_tail_within_bound():
     text = "first error\n" + "x" * 20_000 + "\nlast line"
     clipped = clip_diagnostics(text, limit=1000)
     assert clipped.startswith("first error") and clipped.endswith("last line") and len(clipped) < 1100
+
+
+def test_debugger_sees_the_base_and_its_own_earlier_versions():
+    earlier = [{"attempt": 0, "status": "compile_error", "message": "NameError: tl2", "source": "BASE\nTRY ZERO\n"}]
+    model = Flaky(outcomes=[f"```python\n{CODE}```"], seen=[])
+    debug_candidate(
+        model,
+        problem=PROBLEM,
+        source="BROKEN AGAIN",
+        diagnostics="still broken",
+        status="compile_error",
+        plan=plan(),
+        siblings="",
+        profile="",
+        call_id="i1.s0.debugger.a2",
+        base_source="BASE\n",
+        attempts=earlier,
+    )
+    prompt = model.seen[0][1][0].content
+    assert "## The base version the plan starts from\n\n```python\nBASE\n```" in prompt
+    assert "version 0 (the implementer): compile_error: NameError: tl2" in prompt and "+TRY ZERO" in prompt
+    assert "Do not return a version you already tried" in prompt
+
+
+def test_selector_reads_the_findings():
+    model = Flaky(outcomes=['{"base_id": "c0001", "reference_id": null, "rationale": "r"}'], seen=[])
+    select_parent(
+        model, archive_summary="ARCHIVE", findings="c0002 'tiles': lesson: held", candidate_ids=["c0001"], call_id="i2"
+    )
+    assert "c0002 'tiles': lesson: held" in model.seen[0][1][0].content

@@ -9,9 +9,9 @@ import os
 import signal
 from pathlib import Path
 
-from evaluators.executor import make_executor
-from evaluators.journal import EvalJob, Journal, judge
-from evaluators.options import EvalOptions
+from evaluators.executors import make_executor
+from evaluators.executors.journal import EvalJob, Journal, judge
+from evaluators.judge.options import EvalOptions
 from kernels.problem import load_problem
 
 HERE = Path(__file__).parent

@@ -29,7 +29,7 @@ VERDICTS = [
     ("abort", "runtime_error", "killed by SIGABRT", None),
     ("os_exit", "runtime_error", "exited with status 0 before finishing", None),
     ("hang", "timeout", "correctness stage exceeded its 3 s limit", None),
-    ("forge_report", "runtime_error", "sent a report that is not JSON", None),
+    ("forge_report", "runtime_error", "the candidate process sent a", None),
     # Work done inside the harness, untimed: finishing deferred outputs as they are read, or precomputing answers
     # as inputs are drawn. Every function the harness calls after the candidate's import is watched.
     ("defer_to_detach", "runtime_error", "replaced Tensor.detach, which the harness relies on", "torch.Tensor.detach"),

@@ -10,7 +10,7 @@ import pytest
 
 import evaluators
 from evaluators import batch
-from evaluators.result import EvalResult
+from evaluators.judge.result import EvalResult
 from kernels.suite import load_suite
 
 REPO = Path(__file__).parents[2]
@@ -135,7 +135,7 @@ def test_a_batch_with_the_compile_baseline_reports_speedups_over_it(tmp_path):
 
 def test_a_cluster_that_cannot_be_joined_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # Ray absent: the default path never needs it
-    monkeypatch.delitem(sys.modules, "evaluators.ray_executor", raising=False)
+    monkeypatch.delitem(sys.modules, "evaluators.executors.ray", raising=False)
     args = ["--suite", KERNELBENCH, "--candidates", str(CANDIDATES), "--cluster", "ray", "--out", str(tmp_path)]
     assert batch.main(args) == 2
     err = capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 import torch
 
-from evaluators.compare import compare_outputs, tolerance
+from evaluators.worker.compare import compare_outputs, tolerance
 
 
 def test_equal_outputs_pass():

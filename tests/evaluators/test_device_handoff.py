@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from evaluators.device_handoff import DESCRIPTOR_BYTES, HeldOutputs, open_shared
-from evaluators.handoff import HandoffError
+from evaluators.worker.device_handoff import DESCRIPTOR_BYTES, HeldOutputs, open_shared
+from evaluators.worker.handoff import HandoffError
 
 COUNTER = f"/torch_ks_test_{os.getpid()}"
 GOOD_STORAGE = {
@@ -90,7 +90,7 @@ def test_empty_outputs_need_no_storage(tmp_path):
 PRODUCER = r"""
 import sys, torch
 from pathlib import Path
-from evaluators.device_handoff import HeldOutputs, share_outputs
+from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 held = HeldOutputs("cuda")
 with held.allocating():  # as the candidate keeps them: in a pool of their own
     big = torch.arange(1 << 20, device="cuda", dtype=torch.float32).reshape(1024, 1024)

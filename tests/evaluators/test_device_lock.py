@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluators.environment import visible_device_env
+from evaluators.judge.environment import visible_device_env
 
 HOLD = """
 import sys
 from pathlib import Path
-from evaluators.timing import device_lock
+from evaluators.worker.device_lock import device_lock
 with device_lock(Path(sys.argv[1]), sys.argv[2]):
     print("held", flush=True)
     sys.stdin.readline()
@@ -58,7 +58,7 @@ def test_a_gpu_locked_by_one_process_is_locked_for_every_other(tmp_path):
 @pytest.mark.gpu
 def test_a_gpu_has_one_lock_key_whether_seen_as_cuda_n_or_as_the_only_gpu():
     index = torch.cuda.device_count() - 1
-    code = "from evaluators.timing import device_key; print(device_key('cuda'))"
+    code = "from evaluators.worker.device_lock import device_key; print(device_key('cuda'))"
     path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))  # keep where deps were put
     env = os.environ | visible_device_env(index) | {"PYTHONPATH": path}
     seen_alone = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
@@ -72,10 +72,10 @@ def _has_cuda_context(pid: int) -> bool:
 
 @pytest.mark.gpu
 def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the_gpu(tmp_path):
-    from evaluators.options import EvalOptions
-    from evaluators.sandbox import Worker
-    from evaluators.timing import device_key, device_lock
-    from evaluators.toolchain import toolchain_key
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.process import Worker
+    from evaluators.judge.toolchain import toolchain_key
+    from evaluators.worker.device_lock import device_key, device_lock
 
     # A reference-role worker runs in our PID namespace, so nvidia-smi names it by the pid we know.
     with ExitStack() as cleanup:

@@ -6,9 +6,9 @@ import sys
 import pytest
 import torch
 
-from evaluators.environment import visible_device_env, worker_env
-from evaluators.options import EvalOptions
-from evaluators.toolchain import device_index, device_kind, resolve_device
+from evaluators.judge.environment import visible_device_env, worker_env
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.toolchain import device_index, device_kind, resolve_device
 from tests.evaluators.conftest import CANDIDATES, PROBLEM
 
 

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from evaluators import EvalOptions
-from evaluators.executor import ClusterError, LocalExecutor, cluster_spec, make_executor
+from evaluators.executors import make_executor
+from evaluators.executors.local import ClusterError, LocalExecutor, cluster_spec
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 
@@ -15,7 +16,9 @@ from tests.evaluators.conftest import PROBLEM, candidate
 @pytest.fixture
 def ray_absent(monkeypatch):
     """Make `import ray` fail as it does where the cluster extra is not installed."""
-    for name in [name for name in sys.modules if name == "ray" or name.startswith(("ray.", "evaluators.ray_"))]:
+    for name in [
+        name for name in sys.modules if name == "ray" or name.startswith(("ray.", "evaluators.executors.ray"))
+    ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "ray", None)
 
@@ -40,7 +43,9 @@ def test_a_cluster_without_ray_installed_is_one_line(ray_absent):
 
 
 def test_the_default_path_never_imports_ray():
-    code = "import sys, graph.run, evaluators.executor, evaluators.journal; print('ray' in sys.modules)"
+    code = (
+        "import sys, graph.run, evaluators.executors.local, evaluators.executors.journal; print('ray' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 

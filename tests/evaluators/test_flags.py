@@ -2,8 +2,8 @@
 
 import pytest
 
-from evaluators.flags import SEVERITY, STRICT_RECHECKS, STRICT_VOUCHES, Flag, strict_can_clear
-from evaluators.result import EvalResult
+from evaluators.judge.flags import SEVERITY, STRICT_RECHECKS, STRICT_VOUCHES, Flag, strict_can_clear
+from evaluators.judge.result import EvalResult
 
 
 def result(status: str, *codes: str, strict: bool = False) -> EvalResult:
@@ -22,7 +22,7 @@ def test_every_hard_flag_sets_a_correct_result_aside_and_soft_ones_do_not():
 
 def test_a_strict_run_vouches_for_a_large_speedup_but_not_for_what_it_sees_itself():
     assert result("correct", "beyond_plausible", strict=True).set_aside is None
-    for code in ("side_stream", "wall_clock", "no_wall_window", "beyond_roofline", "no_custom_kernel"):
+    for code in ("side_stream", "timing_disputed", "beyond_roofline", "no_custom_kernel"):
         assert result("correct", "beyond_plausible", code, strict=True).set_aside == f"{code} happened"
 
 

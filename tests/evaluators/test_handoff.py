@@ -6,8 +6,8 @@ from collections import OrderedDict
 import pytest
 import torch
 
-from evaluators.compare import compare_outputs, judge
-from evaluators.handoff import HandoffError, output_path, read_outputs, write_outputs
+from evaluators.worker.compare import compare_outputs, judge
+from evaluators.worker.handoff import HandoffError, output_path, read_outputs, write_outputs
 
 LIMIT = 1 << 20
 
@@ -80,7 +80,7 @@ def test_chunked_comparison_finds_the_worst_element_across_chunks():
 
 
 def test_reads_stop_at_the_size_that_was_checked(tmp_path):
-    from evaluators.handoff import _BoundedFile
+    from evaluators.worker.handoff import _BoundedFile
 
     path = tmp_path / "grows.pt"
     path.write_bytes(b"x" * 10 + b"y" * 90)  # as if the file grew after its size was checked

@@ -3,8 +3,8 @@
 import pytest
 
 from evaluators import EvalOptions, EvalResult
-from evaluators.executor import LocalExecutor
-from evaluators.journal import EvalJob, Journal, JournalError, judge
+from evaluators.executors.journal import EvalJob, Journal, JournalError, judge
+from evaluators.executors.local import LocalExecutor
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 

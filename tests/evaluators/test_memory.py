@@ -2,8 +2,8 @@
 
 from types import SimpleNamespace
 
-from evaluators.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
-from evaluators.worker import shape_sizes
+from evaluators.worker.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
+from evaluators.worker.reference import shape_sizes
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluators import profile
-from evaluators.profile_report import parse_ncu_csv, parse_rocprof_csv, summarize
+from evaluators.profiling import profile
+from evaluators.profiling.report import parse_ncu_csv, parse_rocprof_csv, summarize
 from kernels.problem import load_problem
 
-# Saved from ncu on an H100 (each file's header says how), through evaluators/profile.py's own commands.
+# Saved from ncu on an H100 (each file's header says how), through evaluators/profiling/profile.py's own commands.
 FIXTURES = Path(__file__).parent / "fixtures"
 NORM = FIXTURES / "ncu_raw_h100_fused_residual_norm_seed.csv"
 MATMUL = FIXTURES / "ncu_raw_h100_matmul_bf16_seed.csv"

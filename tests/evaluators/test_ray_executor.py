@@ -19,10 +19,11 @@ ray = pytest.importorskip("ray")
 from ray import cloudpickle  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.executor import ClusterError, InfrastructureError, make_executor  # noqa: E402
-from evaluators.journal import Journal  # noqa: E402
-from evaluators.ray_executor import RayExecutor, node_options  # noqa: E402
-from evaluators.result import EvalResult  # noqa: E402
+from evaluators.executors import make_executor  # noqa: E402
+from evaluators.executors.journal import Journal  # noqa: E402
+from evaluators.executors.local import ClusterError, InfrastructureError  # noqa: E402
+from evaluators.executors.ray import RayExecutor, node_options  # noqa: E402
+from evaluators.judge.result import EvalResult  # noqa: E402
 from kernels.problem import ProblemError, load_problem  # noqa: E402
 from tests.evaluators.conftest import PROBLEM, candidate  # noqa: E402
 

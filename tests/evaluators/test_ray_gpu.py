@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from evaluators import EvalOptions, evaluate
-from evaluators.executor import make_executor
+from evaluators.executors import make_executor
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluators.roofline import device_peaks, roofline_report
+from evaluators.judge.roofline import device_peaks, roofline_report
 
 
 def test_device_names_as_torch_reports_them():

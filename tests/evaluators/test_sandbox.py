@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.environment import worker_env
-from evaluators.options import EvalOptions
-from evaluators.sandbox import OutputCapture, Worker, WorkerFailure
-from evaluators.toolchain import toolchain_key
+from evaluators.judge.environment import worker_env
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import OutputCapture, Worker, WorkerFailure
+from evaluators.judge.toolchain import toolchain_key
 
 
 def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):
@@ -35,21 +35,42 @@ def test_capture_keeps_head_and_tail():
     assert "bytes of output dropped" in text and len(text) < 1200
 
 
-def test_a_command_to_a_worker_that_died_is_not_an_error_its_next_report_says_how(tmp_path):
+def test_a_command_to_a_worker_that_died_says_how_it_died(tmp_path):
     worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
     worker.kill()
+    worker.kill()
     worker.proc.wait()
-    worker.tell({"cmd": "continue"})  # nobody reads the pipe any more: no BrokenPipeError
     with pytest.raises(WorkerFailure) as failure:
-        worker.next_blob()
+        worker.call({"cmd": "ping"}, "pong", "startup")  # nobody reads the pipe any more: no BrokenPipeError
     assert failure.value.kind == "crash" and "killed by SIGKILL" in failure.value.message
     worker.close()
 
 
-def test_a_stage_visited_once_per_shape_reports_its_total_time():
-    worker = Worker.__new__(Worker)  # the parent's accounting alone, no process
-    worker.stage, worker.stage_start, worker.stage_seconds, worker._finished, worker.marks = "startup", 0.0, {}, {}, {}
-    for at, stage in ((1.0, "build"), (3.0, "correctness"), (4.0, "build"), (4.5, "correctness")):
-        worker._on_mark(at, f"stage:{stage}")
-    worker._count(6.0)  # a report arrives while the second correctness visit is under way
-    assert worker.stage_seconds == {"startup": 1.0, "build": 2.5, "correctness": 2.5}
+def test_stage_time_is_the_parents_clock_around_each_command_summed_per_stage(tmp_path):
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
+    try:
+        first = worker.call({"cmd": "ping"}, "pong", "startup")
+        assert first.event == "pong" and first.span > 0
+        assert worker.stage_seconds == {"startup": pytest.approx(first.span)}
+    finally:
+        worker.close()
+
+
+def test_a_frame_nobody_asked_for_breaks_the_protocol(tmp_path):
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
+    try:
+        worker.call({"cmd": "ping"}, "pong", "startup")
+        # A ping sent behind the parent's back: its reply is a frame the parent never asked for.
+        worker._send({"id": 1, "stage": "startup", "cmd": "ping"})
+        with pytest.raises(WorkerFailure) as failure:
+            worker.call({"cmd": "job", "job": {}}, "loaded", "build")
+        assert "sent a frame nobody asked for" in failure.value.message or "did not send" in failure.value.message
+    finally:
+        worker.close()
+
+
+def test_the_worker_finds_our_packages_without_an_installed_checkout(tmp_path):
+    # A GPU machine runs the checkout as it is (no `pip install -e`): the worker imports from the path we give it.
+    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    first = Path(env["PYTHONPATH"].split(":")[0])
+    assert (first / "evaluators" / "worker" / "main.py").exists() and (first / "kernels").is_dir()

@@ -1,7 +1,8 @@
 """Pre-started worker processes: claimed as an evaluation (or a reference) begins, replaced at once, never reused."""
 
-from evaluators import EvalOptions, evaluate, reference_pool, spares
-from evaluators.toolchain import toolchain_key
+from evaluators import EvalOptions, evaluate
+from evaluators.judge import reference_pool, spares
+from evaluators.judge.toolchain import toolchain_key
 from tests.evaluators.conftest import PROBLEM, candidate
 
 

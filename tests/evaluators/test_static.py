@@ -1,6 +1,6 @@
 """Static checks: fatal errors and the patterns that earn a `suspicious` flag, without running anything."""
 
-from evaluators.static import check_source
+from evaluators.judge.static import check_source
 from tests.evaluators.conftest import PROBLEM, candidate
 
 TRITON_FORWARD = """

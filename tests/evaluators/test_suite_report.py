@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from evaluators.result import EvalResult, ShapeResult
-from evaluators.suite_report import SuiteRow, not_judged, row_from_result, summarize, write_suite_report
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.suites.report import SuiteRow, not_judged, row_from_result, summarize, write_suite_report
 
 # key, status, speedup, set aside: fast_0 counts a, b, c, d, e, j (6 of 10); fast_1 a, b, e (2.0 > 1);
 # fast_2 only a (2.0 is not more than 2); f is correct and fastest but set aside, so it counts nowhere.

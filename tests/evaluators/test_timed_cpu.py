@@ -31,11 +31,10 @@ def test_patching_the_evaluators_own_clock_is_stopped_as_tampering(run_cpu):
     assert "HarnessTampering: the candidate replaced Clocks.now" in result.message
 
 
-def test_a_clock_frozen_behind_the_watchs_back_is_caught_by_the_wall_clock(run_cpu):
+def test_a_clock_frozen_behind_the_watchs_back_is_timed_by_the_parents_clock(run_cpu):
     result = run_cpu("patch_evaluator_clock_unwatched", timing=True)
     assert result.status == "correct"
-    assert any("wall clock" in s for s in result.suspicious), result.suspicious
-    assert result.runtime_ms >= 50
+    assert result.runtime_ms >= 50  # it sleeps 50 ms per call; its own clock said 0
 
 
 def test_outputs_produced_while_timed_are_checked(run_cpu):

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import evaluators  # noqa: E402
 from agents.cassette import ReplayChatModel  # noqa: E402
-from evaluators.reference_pool import ReferenceWorker  # noqa: E402
+from evaluators.judge.reference_pool import ReferenceWorker  # noqa: E402
 from graph import run  # noqa: E402
 from graph.progress import Progress  # noqa: E402
 

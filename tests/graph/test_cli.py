@@ -32,6 +32,11 @@ def _usage_error(capsys, *args):
         (["--model", f"replay:{CASSETTES / 'short.json'}", "--iterations", "3"], "short.json holds 2 iteration(s)"),
         (["--model-for", "critic=replay:x"], "unknown role 'critic'"),
         (["--resume", "never-ran"], "no run to resume"),
+        (["--target", "tpu9"], "unknown target 'tpu9'; known targets: mi300x, mi325x, mi355x, h100, h200, a100, cpu"),
+        (
+            ["--model", f"replay:{CASSETTES / 'short.json'}", "--record-cassette", "copy.json"],
+            "--record-cassette records live models, but selector, hypothesizer, implementer, debugger replay",
+        ),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, args, says):
@@ -60,7 +65,7 @@ def test_help_lists_the_flags(capsys):
         run.main(["--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
-    for flag in ("--resume", "--record-cassette", "--max-concurrency", "--max-dollars", "--retrieval"):
+    for flag in ("--resume", "--record-cassette", "--max-concurrency", "--max-dollars", "--retrieval", "--target"):
         assert flag in out
 
 

@@ -25,7 +25,7 @@ def test_an_unknown_cluster_is_bad_usage(capsys, tmp_path):
 
 def test_a_cluster_without_ray_is_one_line_before_the_run_starts(capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
-    monkeypatch.delitem(sys.modules, "evaluators.ray_executor", raising=False)
+    monkeypatch.delitem(sys.modules, "evaluators.executors.ray", raising=False)
     code, err = usage_error(capsys, *SHORT, "--cluster", "ray", "--out", str(tmp_path / "run"))
     assert code == 2 and len(err.splitlines()) == 1 and "needs Ray: pip install" in err
     assert not (tmp_path / "run").exists()

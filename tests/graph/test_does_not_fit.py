@@ -2,7 +2,7 @@
 
 import json
 
-from evaluators.result import EvalResult
+from evaluators.judge.result import EvalResult
 from graph import lab
 
 from .conftest import SHORT, cli

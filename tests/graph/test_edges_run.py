@@ -1,9 +1,9 @@
 """One real run over every edge of the graph, interrupted mid-iteration and resumed.
 
 edges.json on fused_residual_norm's cpu shapes (Triton's interpreter), 2 iterations x 2 experiments, at most one
-debugger round: a syntax error fixed by the debugger into the fast fused kernel (the new base), an incorrect
-kernel given up after its debugger round, a malformed selector answer retried, a rate-limited hypothesizer call
-retried, and two correct but slower kernels. The run crashes at its fifth evaluation and is resumed.
+debugger round: a compile error (a misspelt import) fixed by the debugger into the fast fused kernel (the new
+base), an incorrect kernel given up after its debugger round, a malformed selector answer retried, a rate-limited
+hypothesizer call retried, and two correct but slower kernels. The run crashes at its fifth evaluation and is resumed.
 About a minute on two cores: every candidate is really compiled, checked and timed.
 """
 
@@ -58,7 +58,7 @@ def test_resume_repeats_no_finished_evaluation_and_loses_none(edges_run):
     assert len({(r.iteration, r.slot) for r in records if r.experiment}) == 4
 
 
-def test_syntax_error_is_fixed_by_the_debugger_into_the_new_base(edges_run):
+def test_compile_error_is_fixed_by_the_debugger_into_the_new_base(edges_run):
     statuses = [status for _, status, _ in edges_run["first"].finished + edges_run["second"].finished]
     assert "compile_error" in statuses
     archive = Archive(edges_run["dir"] / ARCHIVE_FILE)

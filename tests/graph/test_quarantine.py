@@ -28,7 +28,7 @@ def correct(speedup: float, *flags: tuple[str, str], strict: bool = False) -> Ev
 
 
 class FakeEvaluations:
-    """Stands in for evaluators.evaluate: an honest seed, a first candidate claiming 1972x, honest ones after it."""
+    """Stands in for evaluate(): an honest seed, a first candidate claiming 1972x, honest ones after it."""
 
     def __init__(self, strict: EvalResult):
         self.strict = strict

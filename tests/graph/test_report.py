@@ -144,3 +144,47 @@ def test_the_headline_gives_the_speedup_over_torch_compile_when_it_was_measured(
         "- best: c0004 at 0.004x over the PyTorch reference, 0.5x over torch.compile"
         in (tmp_path / "report.md").read_text()
     )
+
+
+def test_each_iteration_says_what_was_taken_from_its_reference(tmp_path):
+    from graph.report import design_section
+    from kernels.labbook import DesignRecord
+
+    plan = {"title": "warps", "avenue": 1, "expected_speedup_min": 1, "expected_speedup_max": 1.1, "risk": "low"}
+    plans = [plan | {"anchors": [], "innovation": 3}, plan | {"title": "tiles", "anchors": [], "innovation": 5}]
+    plans[1]["from_reference"] = "c0003's 64-wide tiles"
+    with_reference = DesignRecord(
+        iteration=2, base_id="c0002", reference_id="c0003", contrast="lineage", rationale="r", target="mi300x",
+        lesson="the second pass costs more than it buys", plans=plans, chosen=[{"index": 0, "reason": "a"},
+        {"index": 1, "reason": "b"}],
+    )  # fmt: skip
+    text = "\n".join(design_section(with_reference))
+    assert "Designed for: `mi300x`." in text and "taught: the second pass costs more than it buys" in text
+    assert "Taken from c0003 by the chosen plans:\n\n- tiles: c0003's 64-wide tiles" in text
+    alone = "\n".join(design_section(DesignRecord(iteration=1, base_id="c0001", rationale="r")))
+    assert "No reference this iteration" in alone
+
+
+def test_the_summary_names_the_target_the_output_limits_and_the_transcript(tmp_path):
+    _archive(tmp_path)
+    (tmp_path / "transcript.jsonl").write_text('{"call_id": "i1.selector"}\n{"call_id": "i1.selector.r1"}\n')
+    ctx = RunContext(device="cpu", target="h200", model="replay:x.json")
+    write_report(tmp_path, {"problem": "p", "device": "cpu", "iteration": 1}, ctx)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["target"]["name"] == "h200" and summary["output_token_limits"]["implementer"] > 0
+    assert summary["transcript"] == "transcript.jsonl" and summary["model_calls"] == 2
+    report = (tmp_path / "report.md").read_text()
+    assert "- target: NVIDIA H200 SXM (`h200`;" in report and "[transcript.jsonl](transcript.jsonl)" in report
+    assert "- output-token limit per role: selector 8192" in report
+
+
+def test_the_default_target_is_the_gpu_the_evaluator_ran_on():
+    from graph import lab
+
+    archive = Archive()
+    archive.add(
+        CandidateRecord(id="c0000", source="s", status="seed", speedup=1.0, eval={"gpu": "AMD Instinct MI300X #3"})
+    )
+    assert lab.run_target(RunContext(), "cuda", archive).name == "mi300x"
+    assert lab.run_target(RunContext(target="h100"), "cuda", archive).name == "h100"
+    assert lab.run_target(RunContext(), "cpu", Archive()).name == "cpu"

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from agents.notebook import selectable_ids
-from evaluators.static import check_source
+from evaluators.judge.static import check_source
 from graph import lab, loop
 from graph.context import RunContext
 from kernels.archive import Archive

@@ -6,7 +6,7 @@ import pytest
 
 import evaluators
 from agents.schemas import Selection
-from evaluators.result import Roofline
+from evaluators.judge.result import Roofline
 from graph.lab import ARCHIVE_FILE
 from graph.strategies import tree_selection
 from kernels.archive import Archive, CandidateRecord

@@ -1,0 +1,165 @@
+"""Where evaluations run: the Executor interface the graph's slots and the batches submit to, and its local kind.
+
+The local executor runs one evaluation per GPU at a time on this host (CPU: as many as asked), each through
+`evaluate()`; the Ray executor (`evaluators.executors.ray`, imported only when a cluster is asked for) implements
+the same interface. `evaluators.executors.make_executor` picks one from a `--cluster` value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import re
+import socket
+import threading
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import evaluators
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
+from evaluators.judge.toolchain import device_index
+from kernels.problem import Problem
+
+CLUSTER_SPEC = re.compile(r"local|ray|auto|ray://[^\s:/]+:\d+")
+
+
+class ClusterError(RuntimeError):
+    """A cluster that cannot be reached or used; the message is one line."""
+
+
+class InfrastructureError(ClusterError):
+    """An evaluation the machinery lost (its worker or node died) more often than retries allow: not judged.
+
+    It is no verdict on the candidate, so it is raised, never turned into an EvalResult status: the caller
+    records the evaluation as not judged, and a resumed run evaluates it again.
+    """
+
+
+@dataclass(frozen=True)
+class ExecutorProgress:
+    """A snapshot for live progress: evaluations waiting for a device, running per node, finished, retried."""
+
+    queued: int = 0
+    running: dict[str, int] = field(default_factory=dict)
+    done: int = 0
+    retried: int = 0
+
+    def line(self) -> str:
+        """One status line: "2 queued | running: gpu-a 4, gpu-b 3 | 17 done | 1 retried"."""
+        running = ", ".join(f"{node} {count}" for node, count in sorted(self.running.items())) or "none"
+        retried = f" | {self.retried} retried" if self.retried else ""
+        return f"{self.queued} queued | running: {running} | {self.done} done{retried}"
+
+
+class Executor(Protocol):
+    """Runs evaluations somewhere; results come back as EvalResult, whatever the candidate did."""
+
+    def submit(self, problem: Problem, source: str, options: EvalOptions | None = None) -> Future[EvalResult]:
+        """Queue one evaluation of `source` against `problem`."""
+        ...
+
+    def describe(self) -> str:
+        """Where evaluations run, for reports: "local: 2 x cuda", "ray: 3 nodes, 16 GPUs"."""
+        ...
+
+    def progress(self) -> ExecutorProgress:
+        """Evaluations queued, running per node and done so far (cheap; a live display polls it)."""
+        ...
+
+    def close(self) -> None:
+        """Release workers and connections; pending evaluations are cancelled."""
+        ...
+
+
+class LocalExecutor:
+    """One evaluation at a time per device of this host; `devices` like ["cuda:0", "cuda:1"] or ["cpu"] * 2."""
+
+    def __init__(self, devices: list[str]):
+        if not devices:
+            raise ValueError("a local executor needs at least one device")
+        self.devices = list(devices)
+        self._free: queue.Queue[str] = queue.Queue()
+        for device in self.devices:
+            self._free.put(device)
+        self._pool = ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ks-eval")
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def submit(self, problem: Problem, source: str, options: EvalOptions | None = None) -> Future[EvalResult]:
+        """Queue one evaluation; it runs on the next free device."""
+        with self._lock:
+            self._counts["queued"] += 1
+        return self._pool.submit(self._run, problem, source, options)
+
+    def _run(self, problem: Problem, source: str, options: EvalOptions | None) -> EvalResult:
+        device = self._free.get()
+        with self._lock:
+            self._counts.update(queued=-1, running=1)
+        try:
+            # Looked up at call time, so a spy on evaluators.evaluate sees every local evaluation.
+            result = evaluators.evaluate(problem, source, device, options)
+            result.node, result.gpu = placement(device)
+            return result
+        finally:
+            with self._lock:
+                self._counts.update(running=-1, done=1)
+            self._free.put(device)
+
+    def progress(self) -> ExecutorProgress:
+        """Counts of this host's evaluations."""
+        with self._lock:
+            running = {socket.gethostname(): self._counts["running"]} if self._counts["running"] else {}
+            return ExecutorProgress(queued=self._counts["queued"], running=running, done=self._counts["done"])
+
+    def describe(self) -> str:
+        """The devices, e.g. "local: cuda:0, cuda:1"."""
+        return f"local: {', '.join(self.devices)}"
+
+    def close(self) -> None:
+        """Wait for running evaluations; drop queued ones."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def local_devices(device: str = "auto") -> list[str]:
+    """One slot per GPU of this host ("cuda:N"), or one CPU slot; an explicit device is one slot."""
+    if device not in ("auto", "cuda"):
+        return [device]
+    import torch
+
+    if torch.cuda.is_available():
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if device == "cuda":
+        raise ValueError("--device cuda asked for, but no CUDA GPU is visible")
+    return ["cpu"]
+
+
+def placement(device: str, gpu_id: str | None = None) -> tuple[str, str]:
+    """(node, gpu) naming where an evaluation on `device` ran: this host, and the GPU's model and index or "cpu".
+
+    `gpu_id` is the index the machine knows the GPU by, where `device` names it after a remapping (Ray's).
+    """
+    node = socket.gethostname()
+    if device == "cpu":
+        return node, "cpu"
+    import torch
+
+    index = device_index(device) or 0
+    return node, f"{torch.cuda.get_device_name(index)} #{gpu_id if gpu_id is not None else index}"
+
+
+def cluster_spec(text: str) -> str:
+    """A `--cluster` value checked: local, ray, auto or ray://HOST:PORT (ValueError otherwise)."""
+    if not CLUSTER_SPEC.fullmatch(text):
+        raise ValueError(f"unknown cluster {text!r}; expected local, ray, auto or ray://HOST:PORT")
+    return text
+
+
+def cluster_arg(text: str) -> str:
+    """`cluster_spec` as an argparse type: every command's --cluster flag, with the same one-line error."""
+    try:
+        return cluster_spec(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

@@ -1,0 +1,58 @@
+"""The worker's environment: an allow-list with secrets removed, build caches, and the one GPU it may see."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.toolchain import device_index
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PASSED_ENV = {
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "OMP_NUM_THREADS",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST",
+    "ROCM_PATH", "HIP_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTORCH_ROCM_ARCH",
+    # Multi-GPU hosts that forbid NVLink multicast keep these set for every program, ours included.
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+}  # fmt: skip
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+
+
+def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str) -> dict[str, str]:
+    """An environment from an allow-list, with anything named like a secret removed even if allowed.
+
+    For `cuda:N` the worker sees GPU N alone, as its `cuda`.
+    """
+    env = {k: v for k, v in os.environ.items() if k in PASSED_ENV and not SECRET_NAME.search(k)}
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    build_dir = options.cache_dir / "builds" / toolchain
+    env |= {
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRITON_CACHE_DIR": str(build_dir / "triton"),
+        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "TORCHINDUCTOR_CACHE_DIR": str(build_dir / "inductor"),  # the torch.compile baseline's kernels, per node
+        "KS_CACHE_DIR": str(options.cache_dir),
+    }
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # for the child only: the parent may be timing on a GPU
+    index = device_index(device)
+    if index is not None:
+        env |= visible_device_env(index)
+    return env
+
+
+def visible_device_env(index: int) -> dict[str, str]:
+    """The variable that leaves the parent's GPU `index` as the child's only GPU.
+
+    The parent's own list (UUIDs, MIG ids or numbers) is honoured: its entry `index` is what the parent calls cuda:N.
+    """
+    name = "HIP_VISIBLE_DEVICES" if os.environ.get("HIP_VISIBLE_DEVICES") else "CUDA_VISIBLE_DEVICES"
+    listed = [entry.strip() for entry in os.environ.get(name, "").split(",") if entry.strip()]
+    return {name: listed[index] if index < len(listed) else str(index)}

@@ -1,0 +1,228 @@
+"""evaluate(): the cascade of static checks, build, correctness and timing per shape, each stage under a timeout.
+
+A warm reference worker (reference_pool) holds the reference's outputs for every shape and trial and its timings;
+a fresh candidate worker runs the candidate, one command at a time. The candidate leaves its outputs as files or
+device handles, shape by shape; the reference, which never runs candidate code, compares them on its own device.
+Each benchmark shape is then timed on inputs drawn from a nonce the parent reveals with the command; the parent's
+own clock around that command bounds what the candidate's timer may claim (judge/wall.py), and every timed
+repetition's output is checked, by sketch, by the reference on the very inputs it was given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import time
+from contextlib import ExitStack
+
+from evaluators.judge import spares, verdicts, wall
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import Reply, Worker, WorkerFailure
+from evaluators.judge.reference_pool import EnvironmentFailure, reference_for
+from evaluators.judge.result import EvalResult
+from evaluators.judge.static import check_source
+from evaluators.judge.timing_plan import chosen_after, timing_commands
+from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
+from evaluators.worker.device_lock import LockTimeout
+from evaluators.worker.handoff import handoff_dir
+from evaluators.worker.trials import trial_plan
+from kernels.problem import Problem, load_problem
+
+__all__ = ["EnvironmentFailure", "evaluate"]
+
+# The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
+WORKER_OPTIONS = {
+    "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol",
+    "max_result_mb", "retained", "strict", "compile_baseline",
+}  # fmt: skip
+
+
+def evaluate(
+    problem: Problem | str, candidate_source: str, device: str = "auto", options: EvalOptions | None = None
+) -> EvalResult:
+    """Evaluate one candidate source against a problem.
+
+    Raises ProblemError/ValueError for bad input and EnvironmentFailure when the machine failed the reference.
+    """
+    options = options or EvalOptions()
+    if options.strict:
+        options = options.model_copy(update={"trials": max(options.trials, 5)})
+    problem = problem if isinstance(problem, Problem) else load_problem(problem)
+    device = resolve_device(device)
+    started = time.perf_counter()
+    result = EvalResult(
+        status="correct",
+        device=device,
+        problem=problem.name,
+        config=problem.config_name(device),
+        source_hash=hashlib.sha256(candidate_source.encode()).hexdigest()[:16],
+        strict=options.strict,
+    )
+    static = check_source(candidate_source, "custom_kernel" if problem.format == "gpumode" else "ModelNew")
+    result.stages["static"] = time.perf_counter() - started
+    for code, text in static.flags:
+        result.flag(code, text)
+    if static.error:
+        return verdicts.finish(result, "compile_error", static.error, "")
+    shapes = problem.shapes(device)
+    job = {
+        "device": device_kind(device),
+        "problem_path": str(problem.path),
+        "shapes": [shape.to_json() for shape in shapes],
+        "cache_dir": str(options.cache_dir),
+        **options.model_dump(include=WORKER_OPTIONS),
+    }
+    toolchain = toolchain_key()
+    # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
+    # evaluation to get ready for the next one.
+    candidate = spares.claim("candidate", options, toolchain, device)
+    try:
+        reference = reference_for(problem, device, options, job)
+        result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
+        memory = reference.ready["memory"]
+        if not memory["fits"]:
+            return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+        with ExitStack() as cleanup:
+            try:
+                outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
+            except Stopped as stopped:
+                outcome = stopped.result
+    finally:
+        if not candidate.assigned:
+            spares.give_back(candidate, options, toolchain, device)
+    outcome.stages["total"] = time.perf_counter() - started
+    return outcome
+
+
+class Stopped(Exception):
+    """The candidate failed, crashed or broke the protocol: `result` holds the finished verdict."""
+
+    def __init__(self, result: EvalResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def _judge(problem, shapes, source, candidate, options, result, reference, job, cleanup) -> EvalResult:
+    memory, meta = reference.ready["memory"], reference.ready
+    largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
+    handoff = handoff_dir(options.trials * largest_output)
+    cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
+    job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff)}
+    cleanup.callback(candidate.close)
+    ask = _Asker(candidate, result)
+    ask.send(lambda: candidate.assign(job, source, "build"))
+    plan = trial_plan(options.seed, options.trials)
+    evidence = {}
+    for i, shape in enumerate(shapes):
+        ask({"cmd": "build", "shape": i}, "built", "build")
+        outputs = ask({"cmd": "trials", "shape": i}, "outputs", "correctness")
+        if not isinstance(outputs.meta.get("modified_inputs"), dict):
+            raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
+        evidence = outputs.meta.get("evidence") or {}
+        checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
+        _remove(handoff, f"s{i}-trial*")
+        if not verdicts.check_shape(
+            result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
+        ):
+            return result
+    verdicts.judge_evidence(result, evidence)
+    if not options.timing:
+        return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
+    for i, shape in enumerate(shapes):
+        if shape.kind != "benchmark":
+            continue
+        # The candidate's held outputs go back to the driver before the reference times: its timing sets need the room.
+        ask({"cmd": "release"}, "released", "timing")
+        reference_timing = reference.timing(i, options.strict)
+        try:
+            timing = _timed(ask, i, result.device, options, memory, reference_timing)
+            if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
+                # A disputed timing is measured again, the reference's too, right after: noise passes, a forger's
+                # timer says the same twice.
+                reference_timing = reference.timing(i, options.strict, again=True)
+                timing = _timed(ask, i, result.device, options, memory, reference_timing)
+        except LockTimeout as exc:
+            candidate.kill()
+            raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
+        held = chosen_after(timing, memory["retained"], options.strict)
+        ask({"cmd": "hand_over", "shape": i, "reps": held}, "handed", "timing")
+        checked = reference.request(
+            {
+                "cmd": "check_reps",
+                "shape": i,
+                "dir": str(handoff),
+                "reps": timing.reps,
+                "nonce": timing.nonce,
+                "sketch_key": timing.sketch_key,
+                "sketches": timing.facts["sketches"],
+                "held": held,
+            },
+            "comparison",
+            "compare_timed",
+        )
+        _remove(handoff, f"s{i}-rep*")
+        if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
+            return result
+    result.stages["timing"] = candidate.stage_seconds.get("timing", 0.0)
+    return verdicts.summarize(result, options)
+
+
+def _timed(ask, shape: int, device: str, options: EvalOptions, memory: dict, reference_timing):
+    """The candidate's timing commands at one shape; a malformed reply breaks the protocol."""
+    timing = timing_commands(
+        lambda command, event: ask(command, event, "timing"),
+        shape, device, options, memory, options.strict, reference=reference_timing,
+    )  # fmt: skip
+    why = _malformed_timing(timing)
+    if why:
+        raise Stopped(_broken(ask.candidate, ask.result, why))
+    return timing
+
+
+class _Asker:
+    """The candidate's reply to one command, or Stopped with the finished verdict."""
+
+    def __init__(self, candidate: Worker, result: EvalResult):
+        self.candidate, self.result = candidate, result
+
+    def __call__(self, command: dict, event: str, stage: str) -> Reply:
+        return self.send(lambda: self.candidate.call(command, event, stage))
+
+    def send(self, send) -> Reply:
+        """What `send()` returned, unless the candidate failed (a WorkerFailure or an "error" reply)."""
+        candidate, result = self.candidate, self.result
+        try:
+            reply = send()
+        except WorkerFailure as failure:
+            raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
+        result.stages.update(candidate.stage_seconds)
+        if reply.event == "error":
+            raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
+        return reply
+
+
+def _broken(candidate: Worker, result: EvalResult, what: str) -> EvalResult:
+    candidate.kill()
+    failure = WorkerFailure("crash", candidate.stage, f"the candidate process sent {what}", candidate.output_text())
+    return verdicts.from_failure(result, failure, candidate.stage_seconds)
+
+
+def _malformed_timing(timing) -> str | None:
+    """Why the candidate's timing reply cannot be read, or None: one finite time and one sketch per repetition."""
+    times, sketches = timing.facts.get("times_ms"), timing.facts.get("sketches")
+    if not (isinstance(times, list) and len(times) == timing.reps):
+        return f"a timing reply without {timing.reps} times"
+    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in times):
+        return "a timing reply with a time that is not a finite, non-negative number"
+    if not (isinstance(sketches, list) and len(sketches) == timing.reps):
+        return f"a timing reply without {timing.reps} output sketches"
+    side = timing.side_stream_ms
+    if not (type(side) in (int, float) and math.isfinite(side) and side >= 0):
+        return "a side-stream probe that is not a finite, non-negative number"
+    return None
+
+
+def _remove(directory, pattern: str) -> None:
+    for path in directory.glob(pattern):
+        path.unlink(missing_ok=True)

@@ -1,0 +1,54 @@
+"""Anti-cheat flags and their severity: a hard flag sets a candidate aside until a strict re-evaluation clears it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+Severity = Literal["hard", "soft"]
+
+# Hard: the measured speed cannot be trusted as it stands. Soft: worth a reader's look, changes nothing.
+SEVERITY: dict[str, Severity] = {
+    "beyond_plausible": "hard",  # a speedup past EvalOptions.max_speedup
+    "beyond_roofline": "hard",  # faster than the device's peaks allow
+    "no_custom_kernel": "hard",  # PyTorch calling PyTorch: no Triton, no CUDA/HIP source
+    "side_stream": "hard",  # work outlives the timed stream
+    "timing_disputed": "hard",  # the parent's clock around the timing says the candidate's timer claims too little
+    "monkey_patch": "soft",
+    "streams_threads": "soft",
+    "introspection": "soft",
+    "environment": "soft",
+    "torch_fallback": "soft",
+    "reference_timing": "soft",  # something odd in the reference's own timing
+}
+
+# A strict run checks every timed output, so a large speedup it measures is real: it vouches for these codes.
+STRICT_VOUCHES = frozenset({"beyond_plausible"})
+# Timing anomalies that can be one run's accident: a strict run clears them by not showing them again.
+STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed"})
+# Not clearable (beyond_roofline, no_custom_kernel): no repetition makes physics or a missing kernel go away.
+
+
+class Flag(BaseModel):
+    """One thing the evaluator found odd: a stable code, its severity, and a sentence for people."""
+
+    code: str
+    severity: Severity
+    text: str
+
+    @classmethod
+    def make(cls, code: str, text: str) -> Flag:
+        """A flag with the severity its code carries."""
+        return cls(code=code, severity=SEVERITY[code], text=text)
+
+
+def sets_aside(flag: Flag, strict: bool) -> bool:
+    """Whether this flag sets a correct result aside: every hard flag, but a strict run's own vouched codes."""
+    return flag.severity == "hard" and not (strict and flag.code in STRICT_VOUCHES)
+
+
+def strict_can_clear(flags: list[Flag]) -> bool:
+    """Whether a strict re-evaluation may clear a result with these flags (every hard one vouched or rechecked)."""
+    clearable = STRICT_VOUCHES | STRICT_RECHECKS
+    return all(flag.severity != "hard" or flag.code in clearable for flag in flags)

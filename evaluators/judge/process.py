@@ -1,0 +1,242 @@
+"""Run one worker in isolation: fresh process group, scratch directory, scrubbed environment, stage timeouts.
+
+The parent talks to it by command and reply only (judge/channel.py): each command has a stage, and the stage's
+time limit runs on the parent's clock from the moment the command was sent. Nothing the worker sends can move a
+deadline or a timestamp. Its stdout and stderr are kept only up to a cap.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
+from evaluators.judge.environment import worker_env
+from evaluators.judge.options import EvalOptions
+
+
+class WorkerFailure(Exception):
+    """The worker timed out, died, or broke the protocol; `kind` is "timeout" or "crash"."""
+
+    def __init__(self, kind: str, stage: str, message: str, output: str):
+        super().__init__(message)
+        self.kind, self.stage, self.message, self.output = kind, stage, message, output
+
+
+class OutputCapture:
+    """Keeps the head and tail of a stream, dropping the middle, so a flood of prints costs no memory."""
+
+    def __init__(self, stream, cap_bytes: int):
+        self.head, self.tail, self.total, self.cap = bytearray(), bytearray(), 0, cap_bytes
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream) -> None:
+        for chunk in iter(lambda: stream.read1(1 << 16), b""):
+            self.total += len(chunk)
+            room = self.cap // 4 - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail = (self.tail + chunk)[-(self.cap - self.cap // 4) :]
+
+    def text(self, join_timeout: float = 0.0) -> str:
+        """Head, an elision note, tail: what a debugger reads (waiting `join_timeout` s for the stream's end)."""
+        self._thread.join(join_timeout)
+        kept = len(self.head) + len(self.tail)
+        middle = f"\n[... {self.total - kept} bytes of output dropped ...]\n" if self.total > kept else ""
+        return self.head.decode(errors="replace") + middle + self.tail.decode(errors="replace")
+
+
+@functools.cache
+def pid_namespace_available() -> bool:
+    """Whether `unshare` can give workers their own PID namespace (and /proc) without privileges."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10)
+    return probe.returncode == 0
+
+
+_UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+@dataclass
+class Reply:
+    """One reply: its event and metadata, and the parent's own clock around the command (seconds)."""
+
+    event: str
+    meta: dict
+    sent: float
+    received: float
+
+    @property
+    def span(self) -> float:
+        """Seconds from sending the command to having its whole reply, on the parent's clock."""
+        return self.received - self.sent
+
+
+class Worker:
+    """One running worker process and the parent's view of it: its commands, their deadlines and stage times."""
+
+    def __init__(self, role: str, options: EvalOptions, toolchain: str, device: str):
+        """Start the process; it imports torch and opens its device, then waits for its first command."""
+        self.role, self.options = role, options
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
+        chan_r, chan_w = os.pipe()
+        ctl_r, self._ctl_w = os.pipe()
+        command = [sys.executable, "-s", "-m", "evaluators.worker.main", str(chan_w), str(ctl_r)]
+        use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
+        # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
+        # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
+        use_ns = use_ns and role != "reference"
+        if use_ns:
+            # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
+            # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
+            command = [*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *command]
+        self.proc = subprocess.Popen(
+            command,
+            cwd=self.scratch,
+            env=worker_env(device, self.scratch, options, toolchain),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(chan_w, ctl_r),
+            start_new_session=True,  # its own process group: a timeout kills everything it started
+        )
+        os.close(chan_w)
+        os.close(ctl_r)
+        self._chan_r = chan_r
+        self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
+        self.stage = "startup"
+        self.assigned = False  # a process that was given a job is never handed another
+        self.stage_seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def assign(self, job: dict, candidate_source: str | None, stage: str) -> Reply:
+        """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.
+
+        A ping first: the parent's clock then tells start-up (the spare still importing torch) from the job itself.
+        """
+        if candidate_source is not None:
+            (self.scratch / "candidate.py").write_text(candidate_source)
+        self.assigned = True
+        self.call({"cmd": "ping"}, "pong", "startup")
+        return self.call({"cmd": "job", "job": job}, None, stage)
+
+    def call(self, command: dict, event: str | None, stage: str) -> Reply:
+        """Send one command and wait, under `stage`'s limit, for its one reply (`event`, or "error").
+
+        Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
+        """
+        with self._lock:
+            self.stage = stage
+            if unsolicited(self._chan_r):
+                raise self._protocol_broken("sent a frame nobody asked for") if self._has_bytes() else self._died()
+            command_id = secrets.randbits(63)
+            sent = time.perf_counter()
+            self._send({"id": command_id, "stage": stage, **command})
+            limit = self._limit(stage)
+            try:
+                got, meta = read_reply(self._chan_r, command_id, sent + limit)
+            except ChannelTimeout:
+                self.kill()
+                raise WorkerFailure(
+                    "timeout", stage, f"{stage} stage exceeded its {limit:g} s limit", self.output_text()
+                ) from None
+            except ChannelClosed:
+                raise self._died() from None
+            except ChannelError as exc:
+                raise self._protocol_broken(f"sent {exc}") from None
+            received = time.perf_counter()
+            self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + received - sent
+            if event is not None and got not in (event, "error"):
+                raise self._protocol_broken(f"sent {got!r} where {event!r} was expected")
+            return Reply(got, meta, sent, received)
+
+    def _has_bytes(self) -> bool:
+        """Whether the waiting data is bytes (a frame) rather than the end of the stream (a death)."""
+        try:
+            return bool(os.read(self._chan_r, 1))
+        except OSError:
+            return False
+
+    def _protocol_broken(self, what: str) -> WorkerFailure:
+        self.kill()
+        return WorkerFailure("crash", self.stage, f"the {self.role} process {what}", self.output_text())
+
+    def _limit(self, stage: str) -> float:
+        opts = self.options
+        # Startup (importing torch) runs no candidate code; a loaded machine must not turn it into a verdict.
+        limits = {"startup": max(opts.timeout_s, 120.0), "build": opts.build_timeout_s}
+        return limits.get(stage, opts.timeout_s)
+
+    def _died(self) -> WorkerFailure:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        if code < 0 or code > 128:
+            number = -code if code < 0 else code - 128
+            what = f"was killed by {_signal_name(number)}"
+            if number == signal.SIGKILL:  # our own timeouts are reported as such; this came from outside
+                what += " (the kernel's out-of-memory killer sends it: too little host memory?)"
+        elif code == 0:
+            what = "exited with status 0 before finishing (os._exit or sys.exit in candidate code?)"
+        else:
+            what = f"exited with status {code}"
+        self.kill()
+        message = f"the {self.role} process {what} during {self.stage}"
+        return WorkerFailure("crash", self.stage, message, self.output_text())
+
+    def output_text(self, settle_s: float = 0.0) -> str:
+        """The worker's captured output, complete if it exits within `settle_s` seconds."""
+        try:
+            self.proc.wait(timeout=settle_s)
+        except subprocess.TimeoutExpired:
+            return self.output.text()
+        return self.output.text(join_timeout=2.0)
+
+    def _send(self, command: dict) -> None:
+        """One JSON line on the control pipe; a worker that already died hears nothing (its reply says how)."""
+        try:
+            os.write(self._ctl_w, json.dumps(command).encode() + b"\n")
+        except BrokenPipeError:
+            pass
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def close(self) -> None:
+        """Kill what is left and remove the scratch directory."""
+        self.kill()
+        for fd in (self._ctl_w, self._chan_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"

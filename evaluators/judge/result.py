@@ -1,0 +1,101 @@
+"""EvalResult and its parts: the record every caller of the evaluator reads."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+from evaluators.judge.flags import Flag, sets_aside
+
+# does_not_fit: one input set, its outputs and the cache flush exceed the device's memory; nobody's fault.
+Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "does_not_fit"]
+
+
+class Roofline(BaseModel):
+    """Achieved rates of one timed run against the device's peaks."""
+
+    flops: int
+    bytes: int
+    dtype: str
+    achieved_tflops: float
+    achieved_gbps: float
+    peak_tflops: float | None = None
+    peak_gbps: float | None = None
+    fraction: float | None = Field(None, description="roofline floor time / measured time; 1.0 is the bound")
+    bound: Literal["compute", "memory"] | None = None
+    peaks_source: str | None = None
+
+
+class ShapeResult(BaseModel):
+    """One shape's outcome: test shapes are only checked; benchmark shapes are checked and timed."""
+
+    name: str
+    kind: Literal["benchmark", "test"]
+    status: Status | None = None
+    runtime_ms: float | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None
+    spread: float | None = None
+    reps: int | None = None
+    roofline_fraction: float | None = None
+    roofline: Roofline | None = None
+    compiled_ms: float | None = Field(None, description="torch.compile(reference), when the baseline was asked for")
+    speedup_vs_compile: float | None = None
+    message: str = ""
+
+
+class EvalResult(BaseModel):
+    """The outcome of one evaluation: verdict, timings, flags and what a debugger needs.
+
+    With several benchmark shapes, `speedup` is their geometric mean and `runtime_ms` / `baseline_ms` /
+    `roofline` are the first benchmark shape's; `shapes` holds each one.
+    """
+
+    status: Status
+    speedup: float | None = None
+    runtime_ms: float | None = None
+    baseline_ms: float | None = None
+    speedup_vs_compile: float | None = Field(
+        None, description="geometric mean over benchmark shapes of torch.compile(reference) time / candidate time"
+    )
+    compiled_ms: float | None = Field(None, description="torch.compile(reference) at the first benchmark shape")
+    compile_baseline_error: str = Field("", description="why torch.compile(reference) could not be timed")
+    spread: float | None = Field(None, description="interquartile range of the candidate's times / median")
+    flags: list[Flag] = Field(default_factory=list)
+    shapes: list[ShapeResult] = Field(default_factory=list)
+    strict: bool = Field(False, description="a strict re-evaluation: every timed output checked, more trials")
+    message: str = ""
+    diagnostics: str = ""
+    device: str = "cpu"
+    node: str = Field("", description="the host the evaluation ran on (set by the executor)")
+    gpu: str = Field("", description='the GPU both workers ran on, model and index ("NVIDIA H200 #3"), or "cpu"')
+    timing: Literal["cuda-events", "interpreter"] | None = None
+    reps: int | None = Field(None, description="timed repetitions of the candidate")
+    roofline: Roofline | None = None
+    stages: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
+    source_hash: str = ""
+    problem: str = ""
+    config: str | None = None
+
+    @computed_field
+    @property
+    def suspicious(self) -> list[str]:
+        """Every flag's sentence (the CLI contract's list of strings)."""
+        return [flag.text for flag in self.flags]
+
+    @computed_field
+    @property
+    def set_aside(self) -> str | None:
+        """Why a correct candidate is not trusted as measured: its hard flags, less those a strict run vouches for."""
+        hard = [flag.text for flag in self.flags if sets_aside(flag, self.strict)]
+        return "; ".join(hard) if hard and self.status == "correct" else None
+
+    def flag(self, code: str, text: str) -> None:
+        """Add a flag once."""
+        if all(existing.text != text for existing in self.flags):
+            self.flags.append(Flag.make(code, text))
+
+    def summary_json(self) -> dict:
+        """The CLI's JSON line: every field, with the contract's keys always present."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,78 @@
+"""Pre-started worker processes: Python, torch and the CUDA context are ready before a job arrives.
+
+A spare has run nothing of a problem's or a candidate's; it takes exactly one job and is then discarded, so each
+candidate still runs in a fresh process. Candidate spares: an evaluation claims the oldest as it begins, before the
+reference is ready, and starts one to take its place, so each has the evaluations ahead of it in the queue to get
+ready. Reference spares: claimed when a problem's warm reference worker starts (its first evaluation in this
+process), so in a suite each next problem finds its reference's process already started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections import deque
+
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import Worker
+from evaluators.judge.toolchain import device_kind
+
+# The options that shape a worker's process and environment (what a spare must have been started with).
+PROCESS_OPTIONS = {
+    "cache_dir", "pid_namespace", "output_cap_kb", "timeout_s", "build_timeout_s", "lock_timeout_s", "max_result_mb",
+}  # fmt: skip
+# Spares kept waiting per role and device; the queue grows with the claims a process makes, so one that evaluates
+# once (the CLI) starts one of each, not the full depth. Each waiting spare holds a CUDA context (about 0.5 GiB)
+# and a process's memory. On an H100 host a worker took about 10 s to import torch and open its context, against
+# 3-6 s for an evaluation: one candidate spare was still starting when the next evaluation claimed it, hence 3.
+# A suite's evaluation starts one reference per problem; two waiting give each 10 s start two problems to finish.
+# On the CPU one of each: the two-core machines the tests run on would only slow down under more.
+DEPTH = {"candidate": {"cuda": 3, "cpu": 1}, "reference": {"cuda": 2, "cpu": 1}}
+
+_spares: dict[str, deque[Worker]] = {}
+_claims: dict[str, int] = {}
+_lock = threading.Lock()
+
+
+def _depth(role: str, device: str) -> int:
+    return DEPTH[role][device_kind(device)]
+
+
+def _key(role: str, options: EvalOptions, toolchain: str, device: str) -> str:
+    return f"{role}|{device}|{toolchain}|{options.model_dump_json(include=PROCESS_OPTIONS)}"
+
+
+def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worker:
+    """A started process of `role` ("candidate" or "reference"): the oldest waiting spare, else a new one."""
+    key = _key(role, options, toolchain, device)
+    with _lock:
+        queue = _spares.setdefault(key, deque())
+        spare = queue.popleft() if queue else None
+        _claims[key] = _claims.get(key, 0) + 1
+        while len(queue) < min(_depth(role, device), _claims[key]):
+            queue.append(Worker(role, options, toolchain, device))
+    if spare is None or spare.proc.poll() is not None:
+        spare = Worker(role, options, toolchain, device)
+    return spare
+
+
+def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str) -> None:
+    """A claimed process the evaluation did not use (it ended before giving it a job) waits again, if needed."""
+    key = _key(worker.role, options, toolchain, device)
+    with _lock:
+        queue = _spares.setdefault(key, deque())
+        if not worker.assigned and worker.proc.poll() is None and len(queue) < _depth(worker.role, device):
+            queue.appendleft(worker)  # the oldest: it is the readiest
+            return
+    worker.close()
+
+
+@atexit.register
+def close_all() -> None:
+    """End every waiting spare (their control pipe closes and they exit)."""
+    with _lock:
+        for queue in _spares.values():
+            for spare in queue:
+                spare.close()
+        _spares.clear()
+        _claims.clear()

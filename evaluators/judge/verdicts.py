@@ -1,0 +1,202 @@
+"""Turning what the workers reported into an EvalResult: status, one-line message, diagnostics, flags."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from evaluators.judge import wall
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import WorkerFailure
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.roofline import device_peaks, roofline_report
+from evaluators.judge.toolchain import device_kind
+from kernels.problem import ProblemError, Shape
+
+
+def finish(result: EvalResult, status: str, message: str, diagnostics: str) -> EvalResult:
+    """Set the verdict; the message stays one line."""
+    result.status = status
+    first = message.strip().splitlines()[0] if message.strip() else status
+    result.message = first if len(first) <= 400 else first[:397] + "..."
+    result.diagnostics = diagnostics.strip()
+    return result
+
+
+def from_failure(result: EvalResult, failure: WorkerFailure, stage_seconds: dict) -> EvalResult:
+    """A killed or dead worker: timeout, or runtime_error for a crash (segfault, abort, os._exit)."""
+    result.stages.update(stage_seconds)
+    status = "timeout" if failure.kind == "timeout" else "runtime_error"
+    return finish(result, status, f"{status}: {failure.message}", _with_output("", failure.output))
+
+
+def from_error(result: EvalResult, report: dict, output: str) -> EvalResult:
+    """An exception the worker caught and reported."""
+    if report["kind"] == "problem_error":
+        raise ProblemError(report["message"].splitlines()[0])
+    prefix = "unsupported on this device" if report.get("unsupported") else report["kind"]
+    where = f" at shape {report['shape']}" if report.get("shape") else ""
+    message = f"{prefix} in {report['stage']}{where}: {report['message']}"
+    return finish(result, report["kind"], message, _with_output(report["traceback"], output))
+
+
+def check_shape(result: EvalResult, shape: Shape, outputs, checked, plan, dist_supported: bool, output: str) -> bool:
+    """Walk one shape's trials in order; at the first input modified in place or mismatch, set `incorrect`."""
+    shape_result = ShapeResult(name=shape.name, kind=shape.kind, status="correct")
+    result.shapes.append(shape_result)
+    mismatches = checked.meta["checks"]
+    for t, (seed, dist) in enumerate(plan):
+        label = f"shape {shape.name}, trial {t}" + (f" (seed {seed}, {dist} inputs)" if dist_supported else "")
+        changed = outputs.meta["modified_inputs"].get(str(t), [])
+        if changed:
+            message = f"incorrect: {label}: the candidate modified input(s) {changed} in place"
+            _fail_shape(result, shape_result, message, message, output)
+            return False
+        mismatch = mismatches[t] if t < len(mismatches) else None  # the reference stops at the first mismatch
+        if mismatch:
+            message = f"incorrect: {label}: {mismatch['summary']}"
+            _fail_shape(result, shape_result, message, f"{message}\n{mismatch['details']}", output)
+            return False
+    return True
+
+
+def _fail_shape(result: EvalResult, shape_result: ShapeResult, message: str, diagnostics: str, output: str) -> None:
+    shape_result.status, shape_result.message = "incorrect", message
+    finish(result, "incorrect", message, _with_output(diagnostics, output))
+
+
+def judge_evidence(result: EvalResult, evidence: dict) -> None:
+    """`no_custom_kernel` when the candidate's trials launched no Triton kernel and built or loaded no extension."""
+    if any(flag.code == "no_custom_kernel" for flag in result.flags):
+        return  # the static check already found the reference aliased
+    launched = evidence.get("triton_launches") or 0
+    built = (evidence.get("extensions_built") or 0) + len(evidence.get("extension_modules") or [])
+    if not launched and not built:
+        result.flag(
+            "no_custom_kernel",
+            "no custom kernel: its calls launched no Triton kernel and built or loaded no C++/CUDA/HIP extension",
+        )
+
+
+def apply_shape_timing(
+    result: EvalResult, index: int, timing, reference, held: list[int], checked: dict, meta, options
+) -> bool:
+    """One benchmark shape's runtime, baseline, speedup and roofline; a timed output that mismatches is incorrect.
+
+    `timing` and `reference` are the candidate's and the reference's ShapeTiming at the shape (judge/timing_plan.py);
+    `checked` is the reference's check of every repetition's sketch and of the `held` repetitions' outputs.
+    """
+    shape_result = result.shapes[index]
+    for rep, mismatch in zip(held, checked["held"], strict=False):
+        if mismatch:
+            message = (
+                f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
+                f"on the inputs it was given (a replayed or cached result?): {mismatch['summary']}"
+            )
+            _fail_shape(result, shape_result, message, f"{message}\n{mismatch['details']}", "")
+            return False
+    for rep, why in checked["sketches"][:1]:
+        message = (
+            f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
+            f"on the inputs it was given (a replayed or cached result?): {why}"
+        )
+        _fail_shape(result, shape_result, message, message, "")
+        return False
+    device = device_kind(result.device)
+    baseline, _ = _median_and_spread(reference.facts["times_ms"])
+    baseline += reference.side_stream_ms
+    runtime, spread = _median_and_spread(timing.facts["times_ms"])
+    if timing.side_stream_ms > max(0.02, 0.05 * runtime):
+        result.flag(
+            "side_stream",
+            f"shape {shape_result.name}: work on other streams outlives the timed stream by "
+            f"{timing.side_stream_ms:.3g} ms per call (counted)",
+        )
+    runtime += timing.side_stream_ms
+    clock = wall.judge_timing(timing, reference)
+    if device == "cpu":
+        # Interpreter timings are not GPU performance, and no flag could tell a forger from an interpreter's noise:
+        # the candidate's figure is never below the parent's clock, calibrated by the reference's.
+        runtime = max(runtime, clock.parent_ms)
+    elif clock.disputed:
+        result.flag(
+            "timing_disputed",
+            f"shape {shape_result.name}: its process says {clock.claimed_ms:.4g} ms per call, the parent's clock "
+            f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice: "
+            "the parent's figure is used",
+        )
+        runtime = max(runtime, clock.parent_ms)
+    shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
+    shape_result.speedup = baseline / runtime if runtime > 0 else None
+    _apply_compiled(result, shape_result, reference.compiled, runtime)
+    shape_result.reps = len(timing.facts["times_ms"])
+    result.timing = "interpreter" if device == "cpu" else "cuda-events"
+    work, dtype = meta["shapes"][index]["roofline"], meta["shapes"][index]["dtype"]
+    if work:
+        peaks = device_peaks(meta["device_name"]) if device == "cuda" else None
+        roof = roofline_report(work, dtype, runtime, peaks, options.peak_tflops, options.peak_gbps)
+        shape_result.roofline, shape_result.roofline_fraction = roof, roof.fraction
+    return True
+
+
+def _median_and_spread(times: list[float]) -> tuple[float, float]:
+    median = statistics.median(times)
+    q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else (median, median, median)
+    return median, (q3 - q1) / median if median > 0 else 0.0
+
+
+def _apply_compiled(result: EvalResult, shape_result: ShapeResult, compiled: dict | None, runtime: float) -> None:
+    """The torch.compile baseline at one shape, when it was asked for: its time and the speedup over it."""
+    if compiled is None:
+        return
+    if "error" in compiled:
+        result.compile_baseline_error = f"shape {shape_result.name}: torch.compile failed: {compiled['error']}"
+        return
+    # The reference's process measured it, so its median (plus side-stream work) needs no cross-check.
+    compiled_ms = statistics.median(compiled["times_ms"])
+    shape_result.compiled_ms = compiled_ms
+    shape_result.speedup_vs_compile = compiled_ms / runtime if runtime > 0 else None
+
+
+def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
+    """The summary over benchmark shapes: geometric-mean speedup, the first shape's times, and the flags."""
+    timed = [s for s in result.shapes if s.kind == "benchmark" and s.speedup]
+    first = timed[0]
+    result.speedup = math.exp(sum(math.log(s.speedup) for s in timed) / len(timed))
+    result.runtime_ms, result.baseline_ms, result.spread = first.runtime_ms, first.baseline_ms, first.spread
+    result.reps, result.roofline = first.reps, first.roofline
+    over_compile = [s.speedup_vs_compile for s in timed if s.speedup_vs_compile]
+    if over_compile and len(over_compile) == len(timed):  # a geometric mean over some shapes only would mislead
+        result.speedup_vs_compile = math.exp(sum(map(math.log, over_compile)) / len(over_compile))
+        result.compiled_ms = first.compiled_ms
+    fastest = max(timed, key=lambda s: s.speedup)
+    if fastest.speedup > options.max_speedup:
+        where = f" at shape {fastest.name}" if len(timed) > 1 else ""
+        result.flag(
+            "beyond_plausible",
+            f"speedup {fastest.speedup:.1f}x{where} is beyond the plausible {options.max_speedup:g}x",
+        )
+    for s in timed:
+        if s.roofline_fraction and s.roofline_fraction > 1.0:
+            result.flag(
+                "beyond_roofline",
+                f"shape {s.name}: faster than the roofline allows ({s.roofline_fraction:.0%} of the bound)",
+            )
+    label = " (Triton interpreter timings, not GPU performance)" if result.timing == "interpreter" else ""
+    if len(timed) == 1:
+        summary = (
+            f"correct: {first.runtime_ms:.4g} ms vs {first.baseline_ms:.4g} ms reference, speedup {result.speedup:.3g}x"
+        )
+    else:
+        summary = (
+            f"correct on {len(result.shapes)} shapes: geometric-mean speedup {result.speedup:.3g}x "
+            f"over {len(timed)} benchmark shapes"
+        )
+    if result.speedup_vs_compile:
+        summary += f", {result.speedup_vs_compile:.3g}x over torch.compile"
+    return finish(result, "correct", summary + label, "")
+
+
+def _with_output(text: str, output: str) -> str:
+    output = output.strip()
+    return f"{text}\n\nworker output (head and tail):\n{output}" if output else text

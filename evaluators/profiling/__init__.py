@@ -1,0 +1,1 @@
+"""Profiler evidence for the designer: ncu (or rocprofv3) on one candidate, summarized."""

@@ -1,0 +1,95 @@
+"""The candidate's worker: builds the candidate, leaves its outputs shape by shape, and is timed when told.
+
+A fresh process per candidate, which ran nothing before. Clocks, the functions the harness relies on and the
+load_inline wrapper are bound before the candidate is imported; everything it reports is checked by the parent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+from evaluators.worker import evidence, integrity, trials
+from evaluators.worker.handoff import output_path
+from evaluators.worker.session import Session
+
+
+def serve_candidate(session: Session) -> None:
+    """Import the candidate, then answer: build, trials, release, warm, time, hand_over, probe per shape."""
+    job, runtime, device = session.job, session.runtime, session.device
+    memory = job["memory"]
+    handoff = Path(job["handoff_dir"])
+    trials_on_device = device == "cuda" and memory["handoff_on_device"]
+    integrity.watch(*runtime.modules(), type(runtime), session.clocks)
+    evidence.install()
+    spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
+    candidate = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = candidate
+    spec.loader.exec_module(candidate)
+    session.reply("loaded", {})
+    plan = trials.trial_plan(job["seed"], job["trials"])
+    models, held = {}, {}
+    for command in session.commands():
+        cmd, i = command["cmd"], command.get("shape")
+        if cmd == "build":
+            models[i] = runtime.candidate(candidate, job["seed"])
+            if device == "cuda":
+                with torch.no_grad():
+                    models[i](*runtime.inputs(plan[0][0], plan[0][1]))  # Triton compiles (and autotunes) here
+                session.clocks.sync()
+            session.reply("built", {})
+        elif cmd == "trials":
+            changed = run_trials(session, models[i], i, plan, handoff, trials_on_device)
+            session.reply("outputs", {"modified_inputs": changed, "evidence": evidence.seen()})
+        elif cmd == "release":  # commands() has dropped the held outputs and emptied their pool
+            session.reply("released", {})
+        elif cmd == "warm":
+            session.warm(models[i], command)
+            session.reply("warmed", {})
+        elif cmd == "time":
+            facts, held = session.time(models[i], command)
+            session.reply("timing", facts)
+        elif cmd == "hand_over":
+            on_device = device == "cuda" and memory["retained_on_device"]
+            for rep in command["reps"]:
+                session.hand_over(output_path(handoff, i, "rep", rep), held[rep], on_device)
+            held = {}
+            if device == "cuda":
+                torch.cuda.empty_cache()
+            session.reply("handed", {})
+        elif cmd == "probe":
+            session.reply("probe", {"side_stream_ms": session.side_stream(models[i], command["seed"])})
+        else:
+            raise RuntimeError(f"unknown command {cmd!r}")
+
+
+def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: bool) -> dict:
+    """The correctness trials at shape `i`: outputs handed over per trial; the inputs each call changed in place."""
+    runtime, device, memory = session.runtime, session.device, session.job["memory"]
+    changed = {}
+    with torch.no_grad():
+        for t, (seed, dist) in enumerate(plan):
+            args = runtime.inputs(seed, dist)
+            trials.poison_allocator(device, 4 * sum(v.nbytes for v in args if isinstance(v, torch.Tensor)))
+            if memory["copy_inputs"]:
+                handed = trials.copies(args)
+            else:
+                handed, before = args, trials.fingerprints(args, memory["compare_chunk"])
+            output = model(*handed)
+            session.clocks.sync()  # the whole device: work left on side streams finishes before we read
+            integrity.check()  # before the harness reads anything the call returned or touched
+            if memory["copy_inputs"]:
+                changed[t] = trials.modified(args, handed)
+            else:
+                changed[t] = trials.changed_prints(before, trials.fingerprints(args, memory["compare_chunk"]))
+            changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
+            with session.held.allocating(on_device):
+                outputs = trials.flatten_outputs(output, device if on_device else "cpu")
+            session.hand_over(output_path(handoff, i, "trial", t), outputs, on_device)
+            del args, output, outputs
+    if device == "cuda":
+        torch.cuda.empty_cache()  # the poisoned and trial blocks go back to the driver for the reference
+    return changed

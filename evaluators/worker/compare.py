@@ -1,0 +1,172 @@
+"""Comparison of candidate outputs with reference outputs (shape, dtype, NaN/Inf, tolerance), in the reference worker.
+
+The reference's process never runs candidate code, so it compares on its own device, in float64 and in chunks,
+and sends the parent only the verdict of each trial or checked repetition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from evaluators.worker.handoff import HandoffError, read_outputs
+
+# (atol, rtol) when neither the options nor the problem say: tight for fp32, looser for half types.
+# fp8 outputs have no sensible default; problems that return fp8 set ATOL/RTOL themselves.
+DEFAULT_TOLERANCE = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
+FP8_FALLBACK = (1e-1, 1e-1)
+
+
+@dataclass
+class Mismatch:
+    """Why one output of one trial failed: a one-line summary and the details a debugger needs."""
+
+    summary: str
+    details: str
+
+
+def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    """The (atol, rtol) for `dtype`; given values win over the per-dtype defaults."""
+    default = DEFAULT_TOLERANCE.get(dtype, FP8_FALLBACK if "float8" in str(dtype) else (0.0, 0.0))
+    return (default[0] if atol is None else atol, default[1] if rtol is None else rtol)
+
+
+def judge(
+    items: list[tuple[Path, list[torch.Tensor]]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
+) -> list:
+    """Per (candidate output file, expected outputs), None when they match, else the mismatch as a dict.
+
+    `read` turns a path into the candidate's tensors: a file of them, or a descriptor of device tensors shared
+    with this process. Stops at the first mismatch: the parent reports the first failing trial or repetition only.
+    """
+    verdicts = []
+    for path, wanted in items:
+        found = None  # the last output compared is released before the next is opened
+        try:
+            found = read(path, max_bytes)
+        except HandoffError as exc:
+            mismatch = Mismatch(f"outputs unreadable: {exc}", "")
+        else:
+            mismatch = compare_outputs(found, wanted, atol, rtol, device, chunk)
+        verdicts.append(asdict(mismatch) if mismatch else None)
+        if mismatch:
+            break
+    return verdicts
+
+
+def compare_outputs(
+    found: list[torch.Tensor], expected: list[torch.Tensor], atol, rtol, device: str = "cpu", chunk: int = 1 << 62
+) -> Mismatch | None:
+    """The first problem with `found` against `expected`, or None when every output is within tolerance.
+
+    Compared on `device`, `chunk` elements at a time, so a 6 GiB output never needs its float64 copies at once.
+    """
+    if len(found) != len(expected):
+        return Mismatch(f"returned {len(found)} outputs, expected {len(expected)}", "")
+    for j, (out, ref) in enumerate(zip(found, expected, strict=True)):
+        problem = _compare_one(out, ref, *tolerance(ref.dtype, atol, rtol), device, chunk)
+        if problem:
+            return Mismatch(f"output {j}: {problem.summary}", problem.details)
+    return None
+
+
+def _compare_one(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, device: str, chunk: int):
+    if out.shape != ref.shape:
+        return Mismatch(f"shape {tuple(out.shape)} found, {tuple(ref.shape)} expected", "")
+    if out.dtype != ref.dtype:
+        return Mismatch(f"dtype {out.dtype} found, {ref.dtype} expected", "")
+    if out.numel() == 0:
+        return None
+    exact = not (ref.is_floating_point() or ref.is_complex())
+    tally = _Tally()
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    for lo in range(0, ref.numel(), chunk):
+        o = flat_out[lo : lo + chunk].to(device)
+        r = flat_ref[lo : lo + chunk].to(device)
+        problem = _exact_chunk(o, r, lo, tally) if exact else _float_chunk(o, r, lo, atol, rtol, tally)
+        if problem:
+            return Mismatch(problem.summary.format(where=_index(problem.details, ref.shape)), "")
+    if exact:
+        if tally.wrong:
+            return Mismatch(
+                f"{tally.wrong} of {ref.numel()} values differ (first at {_index(tally.first, ref.shape)})", ""
+            )
+        return None
+    if not tally.beyond:
+        return None
+    found, wanted = float(flat_out[tally.worst].double()), float(flat_ref[tally.worst].double())
+    summary = (
+        f"max abs err {tally.max_diff:.3g}, max rel err {tally.max_rel:.3g}; "
+        f"{tally.beyond} of {ref.numel()} elements beyond atol={atol:g} rtol={rtol:g}; "
+        f"worst at {_index(tally.worst, ref.shape)}: found {found:.6g}, expected {wanted:.6g}"
+    )
+    return Mismatch(summary, _row_sample(flat_out, flat_ref, tally.worst))
+
+
+class _Tally:
+    """What the chunks found so far."""
+
+    def __init__(self):
+        self.wrong, self.first = 0, None
+        self.beyond, self.worst, self.worst_excess = 0, 0, float("-inf")
+        self.max_diff, self.max_rel = 0.0, 0.0
+
+
+def _exact_chunk(o, r, lo, tally):
+    wrong = o != r
+    count = int(wrong.sum())
+    if count and tally.first is None:
+        tally.first = lo + int(wrong.nonzero()[0].item())
+    tally.wrong += count
+    return None
+
+
+def _float_chunk(o, r, lo, atol, rtol, tally):
+    o, r = o.double(), r.double()
+    bad_nonfinite = ~torch.isfinite(o) & torch.isfinite(r)
+    if bad_nonfinite.any():
+        first = lo + int(bad_nonfinite.nonzero()[0].item())
+        n_nan = int((o.isnan() & bad_nonfinite).sum())
+        n_inf = int(bad_nonfinite.sum()) - n_nan
+        # Counted in this chunk: the first one is what a debugger needs.
+        return Mismatch(f"{n_nan} NaN and {n_inf} Inf where the reference is finite (first at {{where}})", first)
+    # Non-finite reference values must be matched exactly (same NaN places, same signed infinities).
+    ref_special = ~torch.isfinite(r)
+    if ref_special.any() and not torch.equal(o[ref_special].nan_to_num(0.0), r[ref_special].nan_to_num(0.0)):
+        first = lo + int(ref_special.nonzero()[0].item())
+        return Mismatch("NaN/Inf of the reference not reproduced (near {where})", first)
+    finite = ~ref_special
+    diff = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
+    excess = diff - (atol + rtol * r.abs())
+    tally.max_diff = max(tally.max_diff, diff.max().item())
+    rel = diff / r.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    tally.max_rel = max(tally.max_rel, rel[finite].max().item() if finite.any() else 0.0)
+    count = int((excess > 0).sum())
+    if count:
+        tally.beyond += count
+        worst = int(excess.argmax())
+        if excess[worst].item() > tally.worst_excess:
+            tally.worst, tally.worst_excess = lo + worst, excess[worst].item()
+    return None
+
+
+def _index(flat: int, shape) -> tuple[int, ...]:
+    index = []
+    for size in reversed(tuple(shape)):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))
+
+
+def _row_sample(o: torch.Tensor, r: torch.Tensor, worst: int, width: int = 6) -> str:
+    lo = max(0, worst - width // 2)
+    found = [f"{v:.5g}" for v in o[lo : lo + width].double().tolist()]
+    expected = [f"{v:.5g}" for v in r[lo : lo + width].double().tolist()]
+    return f"around the worst element (flat index {lo}..): found {found}\n  expected {expected}"

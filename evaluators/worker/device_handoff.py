@@ -1,0 +1,172 @@
+"""The candidate's outputs handed to the reference on the GPU itself (CUDA IPC): nothing goes through the host.
+
+A multi-GiB output costs seconds per trial through a file (device to host, serialize, read, host to device);
+through CUDA IPC it costs a device-side copy. The candidate keeps a copy of each output alive on the device and
+writes, where the file handoff would put the tensors, a small JSON descriptor of their IPC handles. The reference
+worker, which never runs candidate code, checks every field of it before torch opens anything, compares on the
+device and drops the tensors at once.
+
+What the descriptor says is the candidate's claim, like a file's contents: a malformed one, or one torch cannot
+open, is a HandoffError. What no check here can promise: a candidate that frees or rewrites the shared memory
+while the reference reads it spoils only its own answer, or at worst crashes the reference worker (an
+environment failure: the evaluation ends without a verdict, never with a pass).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+from contextlib import nullcontext
+
+import torch
+
+from evaluators.worker.handoff import HandoffError, untrusted_file
+
+_SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
+_OPEN = torch.UntypedStorage._new_shared_cuda
+_MEM_POOL, _USE_MEM_POOL, _EMPTY_CACHE = torch.cuda.MemPool, torch.cuda.use_mem_pool, torch.cuda.empty_cache
+_DUMPS = json.dumps
+
+DESCRIPTOR_BYTES = 1 << 16
+MAX_DIMS = 16
+MAX_HANDLE_BYTES = 4096
+# torch's reference-counter files live in /dev/shm under names it makes; CUDA_IPC_REF_COUNTER_FILE_SIZE slots each.
+REF_COUNTER_NAME = re.compile(r"/torch_[0-9A-Za-z_]{1,120}")
+REF_COUNTER_SLOTS = 10000
+SHM = "/dev/shm"
+DTYPES = {
+    name: getattr(torch, name)
+    for name in (
+        "float64", "float32", "float16", "bfloat16", "complex64", "complex128", "int64", "int32", "int16", "int8",
+        "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+        "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    )
+    if hasattr(torch, name)
+}  # fmt: skip
+
+
+class HeldOutputs:
+    """The candidate's outputs kept alive for the reference, in device memory of their own.
+
+    Copied through the caching allocator's shared pool, a kept output is carved from whatever cached segment is
+    free, often the multi-GiB block the allocator was poisoned with or an input set's. Each kept output then pins
+    its whole segment after the rest was freed: on the H100, three trial outputs of KernelBench's RMSNorm kept
+    over 60 GiB and the reference ran out of memory. In a pool of their own they pin nothing else, and releasing
+    them gives all of it back to the driver.
+    """
+
+    def __init__(self, device: str):
+        self.device = device
+        self.pool = None
+        self.outputs: list[list[torch.Tensor]] = []
+
+    def allocating(self, on_device: bool = True):
+        """A context in which device allocations (the kept copies only) come from this pool."""
+        if self.device != "cuda" or not on_device:
+            return nullcontext()
+        if self.pool is None:
+            self.pool = _MEM_POOL()
+        return _USE_MEM_POOL(self.pool)
+
+    def hold(self, outputs: list[torch.Tensor]) -> None:
+        self.outputs.append(outputs)
+
+    def release(self) -> None:
+        """Drop every held output; the pool's memory goes back to the driver."""
+        self.outputs.clear()
+        if self.pool is not None:
+            self.pool = None  # a MemPool's cached segments are freed once it is gone
+            _EMPTY_CACHE()
+
+
+def share_outputs(path, outputs: list[torch.Tensor]) -> None:
+    """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive) at `path`."""
+    entries = []
+    for tensor in outputs:
+        entry = {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}
+        if tensor.numel():
+            _, handle, size, offset, counter, counter_offset, event, sync = _SHARE(tensor.untyped_storage())
+            entry["storage"] = {
+                "handle": handle.hex(), "size": size, "offset": offset, "element_offset": tensor.storage_offset(),
+                "counter": counter.decode(), "counter_offset": counter_offset, "event": event.hex(), "sync": sync,
+            }  # fmt: skip
+        entries.append(entry)
+    with open(path, "w") as file:
+        file.write(_DUMPS(entries))
+
+
+def open_shared(path, max_bytes: int) -> list[torch.Tensor]:
+    """Reference side: the candidate's device tensors described at `path`, each field checked before it is opened."""
+    entries = _descriptor(path)
+    if not isinstance(entries, list):
+        raise HandoffError(f"{path.name} does not describe a list of tensors")
+    total, tensors = 0, []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or entry.get("dtype") not in DTYPES or not _dims(entry.get("shape")):
+            raise HandoffError(f"{path.name}: output {i} has no valid dtype and shape")
+        dtype, shape = DTYPES[entry["dtype"]], entry["shape"]
+        nbytes = math.prod(shape) * dtype.itemsize
+        total += nbytes
+        if total > max_bytes:
+            raise HandoffError(f"{path.name} describes over {max_bytes} bytes of outputs")
+        if nbytes == 0:
+            tensors.append(torch.empty(shape, dtype=dtype, device="cuda"))
+            continue
+        tensors.append(_open(path.name, i, entry.get("storage"), dtype, shape, nbytes))
+    return tensors
+
+
+def _descriptor(path):
+    with untrusted_file(path, DESCRIPTOR_BYTES) as (fd, size):
+        raw = os.pread(fd, size, 0)
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise HandoffError(f"{path.name} is not a JSON descriptor") from None
+
+
+def _dims(shape) -> bool:
+    return isinstance(shape, list) and len(shape) <= MAX_DIMS and all(type(d) is int and d >= 0 for d in shape)
+
+
+def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbytes: int) -> torch.Tensor:
+    if not isinstance(storage, dict):
+        raise HandoffError(f"{name}: output {i} has no storage")
+    try:
+        handle, event = bytes.fromhex(storage["handle"]), bytes.fromhex(storage["event"])
+        size, offset, element_offset = storage["size"], storage["offset"], storage["element_offset"]
+        counter, counter_offset, sync = storage["counter"], storage["counter_offset"], storage["sync"]
+    except (KeyError, TypeError, ValueError):
+        raise HandoffError(f"{name}: output {i} has a malformed storage") from None
+    valid = (
+        0 < len(handle) <= MAX_HANDLE_BYTES
+        and len(event) <= MAX_HANDLE_BYTES
+        and all(type(v) is int and v >= 0 for v in (size, offset, element_offset, counter_offset))
+        and element_offset * dtype.itemsize + nbytes <= size
+        and type(sync) is bool
+        and counter_offset < REF_COUNTER_SLOTS
+        and isinstance(counter, str)
+        and REF_COUNTER_NAME.fullmatch(counter) is not None
+        and _counter_file(counter)
+    )
+    if not valid:
+        raise HandoffError(f"{name}: output {i} has an invalid storage description")
+    try:
+        opened = _OPEN(torch.cuda.current_device(), handle, size, offset, counter.encode(), counter_offset, event, sync)
+        tensor = torch.empty(0, dtype=dtype, device="cuda")
+        return tensor.set_(opened, element_offset, shape)  # strides left out: contiguous
+    except Exception as exc:  # whatever torch or the driver raises for a handle it cannot open is the candidate's
+        first = next(iter(str(exc).splitlines()), "")[:200]
+        raise HandoffError(f"{name}: output {i} cannot be opened ({type(exc).__name__}: {first})") from None
+
+
+def _counter_file(name: str) -> bool:
+    """Whether the counter file torch will map is a plain file of the full size in /dev/shm, not a link."""
+    try:
+        info = os.lstat(SHM + name)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size >= 8 * REF_COUNTER_SLOTS

@@ -1,0 +1,50 @@
+"""The device's timing lock: one process times on a GPU at a time, across every process of this machine.
+
+The parent holds it around the timing commands it sends (so its clock around a command never includes a wait for
+the lock); a starting worker holds it while it opens its CUDA context; the profiler while it replays kernels.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+
+class LockTimeout(RuntimeError):
+    """The lock was not free within the wait allowed."""
+
+
+@contextmanager
+def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None):
+    """Serialize timing per device across processes (flock: released even if the holder is killed)."""
+    path = cache_dir / "locks" / f"{device_key}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        if timeout_s is None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockTimeout(f"the device's timing lock was held for over {timeout_s:g} s") from None
+                    time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def device_key(device: str) -> str:
+    """A name for the physical device, stable across CUDA_VISIBLE_DEVICES remappings (`cuda:N` is GPU N here)."""
+    if not device.startswith("cuda"):
+        return "cpu"
+    index = int(device.split(":")[1]) if ":" in device else 0
+    return f"cuda-{torch.cuda.get_device_properties(index).uuid}"

@@ -1,0 +1,110 @@
+"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
+
+It answers the parent's commands, one reply each (worker/replies.py): a ping once started, then its job, then what
+its role serves (worker/reference.py, worker/candidate.py). Tensors never cross the channel. Clocks and the
+load_inline wrapper are installed before candidate code is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: before the watch, not mistaken for tampering
+
+from evaluators.worker import buildshim
+from evaluators.worker.device_lock import device_key, device_lock
+from evaluators.worker.replies import Replies
+from kernels.problem import ProblemError
+
+
+def error_report(exc: BaseException, stage: str, shape: str | None = None) -> dict:
+    """What the parent needs to classify and explain a failure."""
+    if isinstance(exc, ProblemError):
+        kind = "problem_error"
+    elif _is_compile_error(exc):
+        kind = "compile_error"
+    else:
+        kind = "runtime_error"
+    if isinstance(exc, SystemExit):
+        message = f"candidate code called sys.exit({exc.code!r})"
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    return {
+        "kind": kind,
+        "stage": stage,
+        "shape": shape,
+        "unsupported": isinstance(exc, buildshim.UnsupportedOnDevice),
+        "out_of_memory": isinstance(exc, torch.OutOfMemoryError),
+        "message": message[:4000],
+        "traceback": "".join(traceback.format_exception(exc))[-6000:],
+    }
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    if isinstance(exc, (SyntaxError, ImportError, buildshim.BuildFailure)):
+        return True
+    if type(exc).__module__.startswith("triton.compiler"):
+        return True
+    return "Error building extension" in str(exc)
+
+
+def _first_to_go_when_memory_runs_out() -> None:
+    """Ask the kernel's out-of-memory killer to pick a worker first, never the run or batch that started it.
+
+    A candidate that eats all host memory then dies as its own runtime_error; raising one's own score needs no
+    privilege. Where /proc is not Linux's, nothing is done.
+    """
+    try:
+        with open("/proc/self/oom_score_adj", "w") as score:
+            score.write("1000")
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """Open the device, then answer commands from fd argv[2] over fd argv[1] until the parent closes the pipe."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
+    _first_to_go_when_memory_runs_out()
+    replies = Replies(int(argv[1]), int(argv[2]))
+    if torch.cuda.is_available():
+        # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
+        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
+        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda")):
+            torch.empty(1, device="cuda")
+    command = replies.next_command()
+    while command is not None and command["cmd"] == "ping":  # started and listening
+        replies.reply("pong", {})
+        command = replies.next_command()
+    if command is None:
+        os._exit(0)  # a spare nobody claimed
+    job = command["job"]
+    stage = "startup"
+    try:
+        from evaluators.worker.session import Session
+
+        session = Session(job, replies)
+        buildshim.install(session.device, Path(job["cache_dir"]))
+        if job["role"] == "reference":
+            from evaluators.worker.reference import serve_reference as serve
+        else:
+            from evaluators.worker.candidate import serve_candidate as serve
+        session.stage = "build" if job["role"] == "candidate" else "reference"
+        serve(session)
+    except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides
+        stage, shape = (session.stage, session.shape_name) if "session" in locals() else (stage, None)
+        try:
+            replies.reply("error", error_report(exc, stage, shape))
+        except RuntimeError:
+            pass  # no command is waiting for an answer: the parent hears of it when the pipe closes
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown and any atexit hooks the candidate registered
+
+
+if __name__ == "__main__":
+    main(sys.argv)

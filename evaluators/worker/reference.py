@@ -1,0 +1,202 @@
+"""The reference's worker: plans device memory, keeps its outputs for every shape and trial, and answers commands.
+
+It never runs candidate code, so it stays warm for as many candidates of its problem as the parent sends its way:
+it compares their outputs, times itself with the routine the candidates are timed with, and checks the sketches
+and held outputs of their timed repetitions on inputs redrawn from the repetitions' seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from evaluators.worker import timing, trials
+from evaluators.worker.compare import judge
+from evaluators.worker.device_handoff import open_shared
+from evaluators.worker.handoff import output_path, read_outputs
+from evaluators.worker.memory import ShapeSizes, plan_memory, unbounded_plan
+from evaluators.worker.session import Session
+from evaluators.worker.sketch import Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
+from kernels.problem import Shape
+
+ROOFLINE_DTYPES = {
+    torch.float64: "fp64",
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+}
+
+
+def shape_sizes(session: Session, shape: Shape) -> ShapeSizes:
+    """Bytes of one call's inputs and outputs, found on the meta device (nothing allocated); else by a real call."""
+    runtime = session.runtime
+    try:
+        args = runtime.inputs(0, "normal", device="meta")
+        model = runtime.reference(session.job["seed"], device="meta")
+        with torch.no_grad():
+            output = model(*args)
+        return ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
+    except Exception:  # an op without a meta kernel: measure one real call instead
+        model = runtime.reference(session.job["seed"])
+        args = runtime.inputs(0, "normal")
+        with torch.no_grad():
+            output = model(*args)
+        sizes = ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
+        del model, args, output
+        torch.cuda.empty_cache()
+        return sizes
+
+
+def plan_for(session: Session) -> dict:
+    """The memory plan for every shape, before the reference allocates anything."""
+    job = session.job
+    if session.device != "cuda":
+        return unbounded_plan(job["retained"]).to_json()
+    sizes = []
+    for shape in session.shapes:
+        session.runtime.use_shape(shape)
+        sizes.append(shape_sizes(session, shape))
+    free, total = torch.cuda.mem_get_info()
+    plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
+    return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
+
+
+def serve_reference(session: Session) -> None:
+    """Plan memory, keep the reference's outputs for every shape and trial, then answer the parent's commands."""
+    job, runtime, device = session.job, session.runtime, session.device
+    memory = plan_for(session)
+    job["memory"] = memory
+    if not memory["fits"]:
+        session.reply("ready", {"memory": memory})
+        return
+    keep_on = device if memory["expected_on_device"] else "cpu"
+    plan = trials.trial_plan(job["seed"], job["trials"])
+    expected, shapes_meta = [], []
+    for shape in session.shapes:
+        runtime.use_shape(shape)
+        model = runtime.reference(job["seed"])
+        outputs = []
+        with torch.no_grad():
+            for seed, dist in plan:
+                args = runtime.inputs(seed, dist)
+                outputs.append(trials.flatten_outputs(model(*args), keep_on))
+                dtype = _roofline_dtype(args)
+                del args
+        expected.append(outputs)
+        shapes_meta.append({"roofline": runtime.roofline(), "dtype": dtype})
+        del model
+    if device == "cuda":
+        torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
+    atol, rtol = runtime.tolerance()
+    atol = job["atol"] if job["atol"] is not None else atol
+    rtol = job["rtol"] if job["rtol"] is not None else rtol
+    session.reply(
+        "ready",
+        {
+            "memory": memory,
+            "shapes": shapes_meta,
+            "dist_supported": runtime.accepts_dist,
+            "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        },
+    )
+    limit = job["max_result_mb"] << 20
+    models: dict[int, object] = {}
+    for command in session.commands():
+        shape = command["shape"]
+        directory = Path(command.get("dir", "."))
+        cmd = command["cmd"]
+        if cmd == "compare":
+            items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
+            bound = max(limit, _file_bound(expected[shape][0]))
+            read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
+            checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
+            session.reply("comparison", {"checks": checks})
+            continue
+        model = models.get(shape) or runtime.reference(job["seed"])
+        models = {shape: model}  # one shape's reference alive at a time
+        if cmd == "warm":
+            session.warm(model, command)
+            session.reply("warmed", {})
+        elif cmd == "time":
+            facts, _ = session.time(model, command, keep_held=False)
+            session.reply("timing", facts)
+        elif cmd == "probe":
+            session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
+        elif cmd == "time_compiled":
+            session.reply("compiled", compiled_baseline(session, model, command))
+        elif cmd == "check_reps":
+            session.reply("comparison", check_reps(session, model, command, directory, atol, rtol, memory))
+        else:
+            raise RuntimeError(f"unknown command {cmd!r}")
+
+
+def compiled_baseline(session: Session, model, command: dict) -> dict:
+    """torch.compile(reference) timed like the reference: its times, or why it could not be compiled.
+
+    The reference is trusted code, so a failure here is torch's, reported beside the verdict, never the candidate's.
+    """
+    torch._dynamo.reset()  # each shape compiles afresh and static, as a single-shape benchmark would
+    try:
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            compiled(*session.inputs_at(command["seed"]))  # compiles here, outside the timing
+        session.warm(compiled, command)
+        facts, _ = session.time(compiled, command, keep_held=False)
+    except Exception as exc:
+        first = next(iter(str(exc).splitlines()), "")
+        return {"error": f"{type(exc).__name__}: {first[:300]}"}
+    finally:
+        if session.device == "cuda":
+            torch.cuda.empty_cache()
+    return {"times_ms": facts["times_ms"]}
+
+
+def check_reps(session: Session, model, command: dict, directory: Path, atol, rtol, memory: dict) -> dict:
+    """Every timed repetition's sketch against the reference's on the same inputs; the held outputs element-wise.
+
+    Returns {"sketches": [(rep, why) for the first mismatch, or nothing], "held": [mismatch or None per held rep]}.
+    """
+    runtime, device, shape = session.runtime, session.device, command["shape"]
+    found, held = command["sketches"], set(command["held"])
+    read = open_shared if device == "cuda" and memory["retained_on_device"] else read_outputs
+    sketch_failures, held_checks = [], []
+    sketcher = Sketcher(command["sketch_key"])
+    for rep in range(command["reps"]):
+        seed = timing.rep_seed(command["nonce"], shape, rep)
+        with torch.no_grad():
+            wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), device)
+        mine = sketch_values(sketcher.sketch(wanted))
+        bounds = sketch_tolerance(wanted, sketcher, atol, rtol)
+        why = sketch_mismatch(found[rep] if rep < len(found) else None, mine, bounds)
+        if why and not sketch_failures:
+            sketch_failures.append([rep, why])
+        if rep in held:
+            item = (output_path(directory, shape, "rep", rep), wanted)
+            bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
+            held_checks.append(judge([item], atol, rtol, bound, device, memory["compare_chunk"], read)[0])
+        del wanted
+    return {"sketches": sketch_failures, "held": held_checks}
+
+
+def _file_bound(expected: list[torch.Tensor]) -> int:
+    """The largest output file a right answer needs: the reference's bytes plus room for the file's framing."""
+    return _nbytes(expected) + (1 << 20)
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return 0
+
+
+def _roofline_dtype(inputs: list) -> str:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    if not tensors:
+        return "fp32"
+    dtype = max(tensors, key=lambda x: x.numel()).dtype
+    return "fp8" if "float8" in str(dtype) else ROOFLINE_DTYPES.get(dtype, "fp32")

@@ -1,0 +1,90 @@
+"""One worker's run: its job, its replies to the parent, the problem's runtime, its clocks and held outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from evaluators.worker import timing
+from evaluators.worker.device_handoff import HeldOutputs, share_outputs
+from evaluators.worker.handoff import write_outputs
+from evaluators.worker.replies import Replies
+from kernels.problem import Shape, load_problem
+from kernels.runtime import problem_runtime
+
+
+class Session:
+    """The job, the channel, the current shape; what the reference and candidate loops share."""
+
+    def __init__(self, job: dict, replies: Replies):
+        self.job, self.replies = job, replies
+        self.device = job["device"]
+        self.stage = "startup"
+        self.shape_name: str | None = None  # the shape being worked on, for error reports
+        self.clocks = timing.Clocks(self.device)
+        self.shapes = [Shape.from_json(s) for s in job["shapes"]]
+        self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
+        self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
+
+    def commands(self):
+        """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
+        while (command := self.replies.next_command()) is not None:
+            self.held.release()  # the parent asks again only once the reference has compared (and dropped) them
+            self.stage = command.pop("stage", command["cmd"])
+            if "shape" in command:
+                shape = self.shapes[command["shape"]]
+                self.shape_name = shape.name
+                self.runtime.use_shape(shape)
+            yield command
+
+    def reply(self, event: str, meta: dict) -> None:
+        """Answer the current command."""
+        self.replies.reply(event, meta)
+
+    def hand_over(self, path: Path, outputs: list[torch.Tensor], on_device: bool) -> None:
+        """Leave outputs for the reference: shared on the device, alive until the next command, or as a file."""
+        if on_device:
+            share_outputs(path, outputs)
+            self.held.hold(outputs)
+        else:
+            write_outputs(path, outputs)
+
+    def inputs_at(self, seed: int) -> list:
+        """One call's fresh arguments at the current shape."""
+        return self.runtime.inputs(seed, "normal")
+
+    def side_stream(self, model, seed: int) -> float:
+        """Device work left running after the timed stream's end event (cuda only)."""
+        if self.device != "cuda":
+            return 0.0
+        with torch.no_grad():
+            return timing.side_stream_ms(
+                lambda args: model(*args), self.inputs_at(seed), self.clocks, self.job["flush_mb"]
+            )
+
+    def warm(self, model, command: dict) -> None:
+        """The parent's warm-up: `calls` calls before any timing."""
+        with torch.no_grad():
+            timing.warm_up(lambda args: model(*args), self.inputs_at, self.clocks, command["calls"], command["seed"])
+
+    def time(self, model, command: dict, keep_held: bool = True) -> tuple[dict, dict]:
+        """The parent's timing command at the current shape: facts and the held copies by repetition."""
+        memory = self.job["memory"]
+        plan = timing.TimingPlan(
+            reps=command["reps"],
+            nonce=command["nonce"],
+            sketch_key=command["sketch_key"],
+            hold=command["hold"],
+            flush_mb=self.job["flush_mb"],
+            timing_sets=memory["timing_sets"],
+            held_device=self.device if memory["retained_on_device"] else "cpu",
+            keep_held=keep_held,
+        )
+        with torch.no_grad():
+            facts, held = timing.time_reps(
+                lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating
+            )
+        if self.device == "cuda" and command["last"]:
+            torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
+        return facts, held

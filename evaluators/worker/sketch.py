@@ -1,0 +1,102 @@
+"""Sketches of outputs: a commitment to every timed repetition's answer that the reference can check cheaply.
+
+A sketch of an output is, per tensor, its shape and the sum of its values weighted by Gaussian weights drawn from
+a key the parent reveals with the timing command (NaN or Inf where the output has one). One block of weights is
+reused along the tensor, so a sketch costs a conversion and a dot product per block. The reference sketches its
+own answer on the repetition's inputs: for an honest output, whose error does not depend on the weights, the two
+differ by at most a few standard deviations of the tolerance (sketch_tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from evaluators.worker.compare import tolerance
+
+BLOCK = 1 << 24  # elements per weighted block: the weights and one converted block stay under 128 MiB
+ACCUMULATION = 1e-5  # relative error of two float32 dot products over the same values, summed differently
+_DOT, _RANDN, _GENERATOR, _STACK = torch.dot, torch.randn, torch.Generator, torch.stack
+_DETACH, _RESHAPE, _TO = torch.Tensor.detach, torch.Tensor.reshape, torch.Tensor.to
+
+
+class Sketcher:
+    """Sketches under one key; the weights are drawn once per output tensor and length."""
+
+    def __init__(self, key: int):
+        self.key = key
+        self.weights: dict[tuple[int, int, str], torch.Tensor] = {}
+
+    def _weights(self, index: int, n: int, device) -> torch.Tensor:
+        slot = (index, n, str(device))
+        if slot not in self.weights:
+            generator = _GENERATOR(device=device)
+            generator.manual_seed((self.key * 1_000_003 + index * 7_919) % (2**63 - 1))
+            self.weights[slot] = _RANDN(n, generator=generator, device=device, dtype=torch.float32)
+        return self.weights[slot]
+
+    def sketch(self, outputs: list[torch.Tensor]) -> list[tuple[list[int], torch.Tensor]]:
+        """Per output tensor: its shape and a device scalar, the weighted sum (no synchronization)."""
+        sketches = []
+        for index, tensor in enumerate(outputs):
+            flat = _values(tensor)
+            weights = self._weights(index, min(flat.numel(), BLOCK), flat.device)
+            total = torch.zeros((), dtype=torch.float64, device=flat.device)
+            for lo in range(0, flat.numel(), BLOCK):
+                part = _TO(flat[lo : lo + BLOCK], torch.float32)
+                total += _DOT(part, weights[: part.numel()])
+            sketches.append((list(tensor.shape), total))
+        return sketches
+
+
+def _values(tensor: torch.Tensor) -> torch.Tensor:
+    flat = _RESHAPE(_DETACH(tensor), -1)
+    return torch.view_as_real(flat).reshape(-1) if flat.is_complex() else flat
+
+
+def sketch_values(sketches: list[tuple[list[int], torch.Tensor]]) -> list[list]:
+    """The sketches as JSON: [[shape, weighted sum], ...]; a non-finite sum is its name ("nan", "inf", "-inf")."""
+    if not sketches:
+        return []
+    values = _STACK([total for _, total in sketches]).tolist()
+    return [[shape, v if math.isfinite(v) else str(v)] for (shape, _), v in zip(sketches, values, strict=True)]
+
+
+def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rtol) -> list[float]:
+    """Per tensor, how far an honest sketch may be from `expected`'s: eight standard deviations of the tolerance.
+
+    The weights repeat every BLOCK elements, so the tolerances of the elements that share a weight add up before
+    they are squared. The tolerance is compare.py's for the tensor's dtype where `atol`/`rtol` leave it open.
+    """
+    bounds = []
+    for index, tensor in enumerate(expected):
+        atol_t, rtol_t = tolerance(tensor.dtype, atol, rtol)
+        flat = _values(tensor)
+        weights = sketcher._weights(index, min(flat.numel(), BLOCK), flat.device)
+        shared = torch.zeros(weights.numel(), dtype=torch.float64, device=flat.device)
+        magnitude = 0.0
+        for lo in range(0, flat.numel(), BLOCK):
+            part = _TO(flat[lo : lo + BLOCK], torch.float64).abs().nan_to_num(0.0, 0.0, 0.0)
+            shared[: part.numel()] += atol_t + rtol_t * part
+            magnitude += float(_DOT(part, _TO(weights[: part.numel()], torch.float64).abs()))
+        bounds.append(8.0 * math.sqrt(float((shared**2).sum())) + 2 * ACCUMULATION * magnitude)
+    return bounds
+
+
+def sketch_mismatch(found, expected: list, bounds: list[float]) -> str | None:
+    """Why a candidate's sketch is not the reference's within the bounds, or None when it is."""
+    if not isinstance(found, list) or len(found) != len(expected):
+        return f"{len(found) if isinstance(found, list) else 'no'} output sketch(es) where {len(expected)} expected"
+    for i, (got, want, bound) in enumerate(zip(found, expected, bounds, strict=True)):
+        if not (isinstance(got, list) and len(got) == 2 and isinstance(got[1], (int, float, str))):
+            return f"output {i}: a malformed sketch"
+        if got[0] != want[0]:
+            return f"output {i}: shape {tuple(got[0])} found, {tuple(want[0])} expected"
+        if isinstance(want[1], str) or isinstance(got[1], str):
+            if got[1] != want[1]:
+                return f"output {i}: its weighted sum is {got[1]}, the reference's {want[1]} (NaN or Inf?)"
+            continue
+        if not abs(got[1] - want[1]) <= bound:
+            return f"output {i}: its weighted sum is {abs(got[1] - want[1]):.4g} off, beyond {bound:.4g}"
+    return None

@@ -1,0 +1,156 @@
+"""Worker-side timing: clocks bound before candidate code, cache flush, fresh inputs every repetition.
+
+The same routine times the reference (in its own process) and the candidate, so the parent can calibrate its own
+clock around the candidate's timing command by the reference's (judge/wall.py).
+Every timed repetition gets inputs drawn anew from a nonce the parent sent with the command (new contents, new
+allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
+replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
+repetitions the parent chose are held for its check.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from evaluators.worker.integrity import check
+from evaluators.worker.sketch import Sketcher, sketch_values
+from evaluators.worker.trials import flatten_outputs
+
+
+class Clocks:
+    """Timer and synchronization functions captured before the candidate is imported.
+
+    A candidate that later replaces time.perf_counter or torch.cuda.Event.elapsed_time changes nothing here; one
+    that reaches into this object can change what its process reports, never the parent's clock around it.
+    """
+
+    def __init__(self, device: str):
+        self.now = time.perf_counter
+        self.device = device
+        if device == "cuda":
+            self.Event = torch.cuda.Event
+            self.record = torch.cuda.Event.record
+            self.elapsed = torch._C._CudaEventBase.elapsed_time
+            self.wait_event = torch._C._CudaEventBase.synchronize
+            self.sync = torch._C._cuda_synchronize
+        else:
+            self.sync = lambda: None
+
+
+@dataclass
+class TimingPlan:
+    """One shape's timing, as the parent commanded it: repetitions, which outputs to hold, the sketch key."""
+
+    reps: int
+    nonce: int
+    sketch_key: int
+    hold: list[int] | None  # repetitions whose outputs are copied and held; None: every one (the parent picks later)
+    flush_mb: int
+    timing_sets: int
+    held_device: str  # where held copies live ("cpu" when the device has no room)
+    keep_held: bool = True  # the reference makes the same copies, so both pay the same, and drops them
+
+
+def rep_seed(nonce: int, shape: int, rep: int) -> int:
+    """The seed of repetition `rep`'s inputs: the reference redraws them from it to check the output."""
+    return (nonce * 1_000_003 + shape * 10_007 + rep) % (2**31 - 1)
+
+
+class InputPool:
+    """Fresh input sets, never drawn before in this evaluation; a few stay alive so addresses come from a pool."""
+
+    def __init__(self, fresh_inputs, sets: int):
+        self.fresh_inputs, self.sets = fresh_inputs, sets
+        self.alive: list[list] = []
+        self.rng = random.Random()
+
+    def draw(self, seed: int) -> list:
+        if len(self.alive) >= self.sets:
+            self.alive.pop(self.rng.randrange(len(self.alive)))
+        args = self.fresh_inputs(seed)
+        self.alive.append(args)
+        return args
+
+
+def warm_up(call, fresh_inputs, clocks: Clocks, calls: int, seed: int) -> None:
+    """`calls` calls on one input set: compilation, autotuning and clocks settle before anything is timed."""
+    args = fresh_inputs(seed)
+    for _ in range(calls):
+        call(args)
+        check()
+    clocks.sync()
+
+
+def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep) -> tuple[dict, dict]:
+    """Time `call(args)` once per repetition on fresh inputs; (facts, {rep: outputs} held for the parent's check).
+
+    `keep(on_device)` is the context held copies are made in (the candidate's pool of held outputs).
+    """
+    pool = InputPool(fresh_inputs, plan.timing_sets)
+    cuda = clocks.device == "cuda"
+    flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if cuda else None
+    starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
+    ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
+    hold = set(range(plan.reps)) if plan.hold is None else set(plan.hold)
+    sketcher = Sketcher(plan.sketch_key)
+    times, sketches, held = [], [], {}
+    clocks.sync()
+    for rep in range(plan.reps):
+        args = pool.draw(rep_seed(plan.nonce, shape, rep))
+        if cuda:
+            flush.zero_()
+            clocks.record(starts[rep])
+            output = call(args)
+            clocks.record(ends[rep])
+        else:
+            began = clocks.now()
+            output = call(args)
+            times.append((clocks.now() - began) * 1e3)
+        outputs = flatten_outputs(output, copy=False)
+        sketches.append(sketcher.sketch(outputs))
+        if rep in hold:
+            with keep(plan.held_device != "cpu"):
+                copies = flatten_outputs(outputs, plan.held_device)  # a candidate may reuse its output buffer
+            if plan.keep_held:
+                held[rep] = copies
+            del copies
+        del output, outputs
+        # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
+        # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
+        clocks.sync()
+    clocks.sync()
+    # Once, not per repetition: a check costs about a millisecond of host time, which would leave the device idle
+    # between repetitions, and work hidden between them is inside the parent's clock anyway.
+    check()
+    if cuda:
+        times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
+    values = [sketch_values(s) for s in sketches]
+    label = "cuda-events" if cuda else "interpreter"
+    return {"times_ms": times, "sketches": values, "label": label}, held
+
+
+def side_stream_ms(call, inputs: list, clocks: Clocks, flush_mb: int) -> float:
+    """Milliseconds of device work still running after the timed stream's end event: work on other streams."""
+    flush = torch.empty(flush_mb << 20, dtype=torch.int8, device="cuda")
+    idle = []
+    for _ in range(5):
+        start = clocks.now()
+        clocks.sync()
+        idle.append(clocks.now() - start)
+    leftover = []
+    for _ in range(5):
+        flush.zero_()
+        end = clocks.Event(enable_timing=True)
+        call(inputs)
+        clocks.record(end)
+        clocks.wait_event(end)
+        start = clocks.now()
+        clocks.sync()
+        leftover.append(clocks.now() - start)
+    check()
+    return max(0.0, (statistics.median(leftover) - statistics.median(idle)) * 1e3)

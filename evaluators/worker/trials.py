@@ -1,0 +1,101 @@
+"""Worker-side helpers for correctness: the trial plan, defensive copies or fingerprints, allocator poisoning."""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.inputs import DISTRIBUTIONS
+
+# Bound at import, before candidate code can replace them: a patched Tensor.detach or .to could otherwise finish
+# deferred work at the moment the harness reads an output, outside every timed window.
+_EQUAL = torch.equal
+_DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
+_TENSOR = torch.tensor
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:
+    """(seed, distribution) per trial: distinct seeds, and the non-normal distributions in the first three."""
+    return [(seed + 1000 * (i + 1), DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(trials)]
+
+
+def copies(inputs: list) -> list:
+    """Fresh copies for one call, so what the callee does to them cannot reach the originals."""
+    return [_CLONE(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def fingerprints(inputs: list, chunk: int) -> list:
+    """Per tensor input, two position-weighted sums of its bits: the in-place check when a copy does not fit."""
+    prints = []
+    for x in inputs:
+        if not isinstance(x, torch.Tensor):
+            prints.append(None)
+            continue
+        flat = _DETACH(x).reshape(-1)
+        flat = flat.view(_BITS[flat.element_size()]) if flat.element_size() in _BITS else flat
+        plain, weighted = 0, 0
+        for lo in range(0, flat.numel(), chunk):
+            part = flat[lo : lo + chunk].to(torch.int64)
+            weights = torch.arange(lo, lo + part.numel(), device=part.device) % 65521 + 1
+            plain += int(part.sum())
+            weighted += int((part * weights).sum())
+        prints.append((x.shape, x.dtype, plain, weighted))
+    return prints
+
+
+def changed_prints(before: list, after: list) -> list[int]:
+    """Indices whose fingerprint changed across the call."""
+    return [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+
+
+def modified(originals: list, handed: list) -> list[int]:
+    """Indices of tensor inputs the callee changed in place."""
+    return [
+        i
+        for i, (a, b) in enumerate(zip(originals, handed, strict=True))
+        if isinstance(a, torch.Tensor) and not same_values(a, b)
+    ]
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equal (a copy keeps every bit, NaN payloads included); works for fp8, which has few ops."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_complex():
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
+    if a.is_floating_point():
+        bits = _BITS[a.element_size()]
+        a, b = a.contiguous().view(bits), b.contiguous().view(bits)
+    return _EQUAL(a, b)
+
+
+def flatten_outputs(output, device: str = "cpu", copy: bool = True) -> list[torch.Tensor]:
+    """The result of forward as a list of plain tensors, copied to `device` (or as they are, without `copy`).
+
+    Raises TypeError for anything else.
+    """
+    items = list(output) if isinstance(output, (tuple, list)) else [output]
+    flat = []
+    for i, item in enumerate(items):
+        if isinstance(item, (int, float, bool)):
+            item = _TENSOR(item)
+        if type(item) is not torch.Tensor:
+            raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
+        flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)) if copy else _DETACH(item))
+    return flat
+
+
+def poison_allocator(device: str, nbytes: int) -> None:
+    """Fill memory the caching allocator will hand out next with NaN (0xFF bytes), then give it back.
+
+    A candidate that returns torch.empty without writing then returns NaN, not whatever an earlier
+    computation left there.
+    """
+    if device != "cuda":
+        return
+    torch.cuda.empty_cache()  # cached blocks still hold earlier data; only the poisoned block may stay cached
+    free, _ = torch.cuda.mem_get_info()
+    big = torch.empty(min(max(nbytes, 64 << 20), free // 2), dtype=torch.uint8, device=device).fill_(0xFF)
+    small = [torch.empty(512 << 10, dtype=torch.uint8, device=device).fill_(0xFF) for _ in range(16)]
+    torch.cuda.synchronize()
+    del big, small

@@ -1,0 +1,105 @@
+"""Our own red team: one attack per class of the trust boundary, each beside a control that differs only in it.
+
+Every attack gets what an honest evaluator says: incorrect, timed at its real speed, stopped as tampering, or set
+aside by a hard flag; never correct and faster with no hard flag. The same candidates run on CUDA (`-m gpu`).
+"""
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluators import EvalOptions, evaluate
+from tests.evaluators.conftest import PROBLEM
+
+HERE = Path(__file__).parent
+CONTROL = (HERE / "control.py").read_text()
+WORK_MS = 20.0  # the control's work per call
+ATTACKS = sorted(p.stem for p in (HERE / "attacks").glob("*.py"))
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def source(attack: str | None) -> str:
+    return CONTROL if attack is None else f"{CONTROL}\n\n{(HERE / 'attacks' / f'{attack}.py').read_text()}"
+
+
+def judge(attack: str | None, device: str, cache_dir: Path, **fields):
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    options = EvalOptions(**({"timeout_s": 10, "cache_dir": cache_dir} | fields))
+    return evaluate(str(PROBLEM), source(attack), device, options)
+
+
+def false_accept(result) -> bool:
+    """Correct, faster than the reference, and no hard flag: what no attack may get."""
+    hard = [f for f in result.flags if f.severity == "hard"]
+    return result.status == "correct" and (result.speedup or 0) > 1 and not hard
+
+
+_control_ms: dict[str, float] = {}
+
+
+def control_ms(device: str, cache_dir: Path) -> float:
+    """The control's runtime on `device` (a GPU's spin runs at its own clock), measured once per session."""
+    if device not in _control_ms:
+        result = judge(None, device, cache_dir)
+        assert result.status == "correct", result.message
+        _control_ms[device] = result.runtime_ms
+    return _control_ms[device]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_control_is_correct_unflagged_and_timed_at_its_real_speed(device, cache_dir):
+    result = judge(None, device, cache_dir)
+    assert result.status == "correct", result.message
+    assert not [f.text for f in result.flags if f.severity == "hard"]
+    assert result.runtime_ms >= 0.5 * WORK_MS
+
+
+# What each attack gets: (status, a fragment of its message or flags); None where several honest outcomes exist.
+EXPECTED = {
+    "forge_times_via_frames": ("correct", None),  # timed at its real speed by the parent's clock
+    "patch_clock_instance": ("correct", None),
+    "predict_inputs": ("correct", None),
+    "drop_held_reps": (None, None),  # stopped (a held repetition is gone) or incorrect by its sketches
+    "overwrite_held_copies": ("incorrect", "timed repetition"),
+    "forge_reply": (None, None),
+    "forge_stage_marks": ("runtime_error", "the candidate process sent"),
+    "flood_channel": ("runtime_error", "over the 1048576-byte limit"),
+    "jit_named_decorator": ("correct", "no custom kernel"),
+}
+
+
+def test_every_attack_has_an_expected_verdict():
+    assert set(EXPECTED) == set(ATTACKS)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_no_attack_is_a_false_accept(attack, device, cache_dir):
+    tracemalloc.start()
+    result = judge(attack, device, cache_dir)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert not false_accept(result), (result.status, result.speedup, result.suspicious)
+    status, fragment = EXPECTED[attack]
+    if status is not None:
+        assert result.status == status, result.message
+    if fragment is not None:
+        assert fragment in result.message or any(fragment in s for s in result.suspicious), result.message
+    if result.status == "correct":
+        # Whatever its own timer said, the time reported is what the work took.
+        real = control_ms(device, cache_dir)
+        assert result.runtime_ms >= 0.8 * real or result.set_aside, (result.runtime_ms, real, result.suspicious)
+    assert peak < 64 << 20, f"the parent grew by {peak >> 20} MiB"  # a flood costs the parent nothing
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_stall_that_sends_frames_still_ends_at_the_parents_deadline(device, cache_dir):
+    stall = CONTROL.replace("        slow_work()\n", "        import time\n        time.sleep(3600)\n", 1)
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    options = EvalOptions(timeout_s=3, timing=False, cache_dir=cache_dir)
+    result = evaluate(str(PROBLEM), stall, device, options)
+    assert result.status == "timeout" and "correctness stage exceeded its 3 s limit" in result.message
