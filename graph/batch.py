@@ -29,7 +29,8 @@ from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.environment import REPO_ROOT, visible_device_env
 from evaluators.suites.report import machine, write_suite_report
-from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int, stops_as_interrupts
+from graph import stopping
+from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
@@ -194,6 +195,7 @@ def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: 
     last_read = 0.0
     with Live(table(jobs, args.max_dollars), console=console, refresh_per_second=2) as live:
         while any(job.state in ("queued", "running") for job in jobs):
+            stopping.check()
             for job in jobs:
                 if job.state == "running" and job.process.poll() is not None:
                     free.append(job.slot)
@@ -267,10 +269,10 @@ def main(argv: list[str] | None = None) -> int:
         executor = f"{len(free)} run(s) at once, evaluations on {cluster.executor.describe()}"
     code = 0
     try:
-        with stops_as_interrupts():  # a second signal, while the runs save their work, stops the batch at once
+        with stopping.on_signals():  # a second signal, while the runs save their work, stops the batch at once
             try:
                 schedule(jobs, args, free, console, cluster)
-            except KeyboardInterrupt:
+            except stopping.Stopped:
                 stop_runs(jobs)
                 console.print("interrupted; run the same command again to continue")
                 code = 130

@@ -20,7 +20,7 @@ from agents.errors import MalformedAnswer
 from agents.implementer import implement_plan
 from agents.schemas import Plan
 from agents.siblings import sibling_digest
-from graph import lab, quarantine
+from graph import lab, quarantine, stopping
 from graph.context import RunContext
 from graph.routing import OFF_ANCHOR, route_after_evaluate
 from graph.state import ExperimentOutcome, ExperimentOutput, ExperimentState, ExperimentTask
@@ -35,6 +35,7 @@ def _siblings(task: ExperimentTask, archive: Archive) -> str:
 
 def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
     """Write the complete candidate source for the slot's experiment, from its base version."""
+    stopping.check()
     task = state["task"]
     archive = lab.open_archive(task.run_dir)
     problem = load_problem(task.problem)
@@ -63,6 +64,7 @@ def evaluate(
 
     A correct candidate that a hard flag sets aside goes on to its one strict re-evaluation (recheck).
     """
+    stopping.check()
     task, attempts = state["task"], state.get("debug_attempts", 0)
     plan = Plan(**task.experiment)
     check = check_edit(lab.open_archive(task.run_dir).get(task.base_id).source, state["source"], plan.anchors)
@@ -89,6 +91,7 @@ def evaluate(
 
 def recheck(state: ExperimentState, runtime: Runtime[RunContext]) -> dict:
     """The strict re-evaluation of a candidate its evaluation set aside; the experiment ends with both results."""
+    stopping.check()
     task, result = state["task"], state["eval"]
     strict = quarantine.strict_recheck(runtime.context, task.problem, state["source"], task.device, result)
     event = {"iteration": task.iteration, "slot": task.slot, "attempt": state.get("debug_attempts", 0)}
@@ -106,6 +109,7 @@ def _finished(state: ExperimentState, strict: dict | None = None) -> ExperimentO
 
 def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
     """Fix the source sent back (failed, or off its anchors) from the diagnostics, seeing the siblings' attempts."""
+    stopping.check()
     task, attempt = state["task"], state.get("debug_attempts", 0) + 1
     archive = lab.open_archive(task.run_dir)
     model = lab.model_settings(runtime.context, task.run_dir).make("debugger")

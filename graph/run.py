@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-from contextlib import contextmanager
 from dataclasses import asdict, fields
 from pathlib import Path
 
 # Only light modules here: `--help` and bad usage must answer before torch, LangGraph or LangChain load.
 from agents.targets import UnknownTarget, get_target, known
-from graph import preflight
+from graph import preflight, stopping
 from graph.context import DEFAULT_MODEL, DEFAULT_PROBLEM, RunContext
 
 DEMO_CASSETTE = Path(__file__).parents[1] / "agents" / "cassettes" / "demo_fused_residual_norm.json"
@@ -209,35 +207,10 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console(highlight=False, soft_wrap=True)
     try:
-        with stops_as_interrupts():
+        with stopping.on_signals():
             return run_with_executors(args, p, console)
     finally:
         lab.close_executors()
-
-
-@contextmanager
-def stops_as_interrupts():
-    """Ctrl-C and SIGTERM (kill, a scheduler, a container stop) end the run alike: finished work saved, exit 130.
-
-    The first signal lets the evaluations in flight finish and be checkpointed; a second one abandons them at once
-    (the checkpoints stay consistent: a resume redoes only what had not finished).
-    """
-    seen = []
-
-    def stop(signum: int, frame) -> None:
-        seen.append(signum)
-        if len(seen) > 1:
-            print("interrupted again: abandoning the evaluations in flight", file=sys.stderr, flush=True)
-            os._exit(130)
-        print("interrupted: saving what has finished (again to stop at once)", file=sys.stderr, flush=True)
-        raise KeyboardInterrupt
-
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
@@ -300,7 +273,7 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
             print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
             console.print(kept)
             return 4
-        except KeyboardInterrupt:
+        except stopping.Stopped:
             console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}" + _out_flag(args, run_dir))
             return 130
     best = final.get("best_speedup")
@@ -329,6 +302,7 @@ def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, conso
             durability="sync",
         ):
             progress.handle(namespace, mode, chunk)
+            stopping.check()  # between updates: no library code is running in this thread
     return graph.get_state(config).values
 
 

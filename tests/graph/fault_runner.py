@@ -72,15 +72,15 @@ def evaluate(problem, source, device="auto", options=None):
     return result
 
 
-real_next = ReferenceWorker._next
+real_request = ReferenceWorker.request
 
 
-def reference_next(self, event):
+def reference_request(self, command, event, stage="compare"):
     if threading.get_ident() in doomed:
         doomed.discard(threading.get_ident())
         log(f"fault worker evaluation {counts['evaluation']}")
         os.killpg(self.worker.proc.pid, signal.SIGKILL)
-    return real_next(self, event)
+    return real_request(self, command, event, stage)
 
 
 real_generate = ReplayChatModel._generate
@@ -101,7 +101,7 @@ def generate(self, messages, stop=None, run_manager=None, **kwargs):
 
 Progress.handle = handle
 evaluators.evaluate = evaluate
-ReferenceWorker._next = reference_next
+ReferenceWorker.request = reference_request
 ReplayChatModel._generate = generate
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ One clean run, then one chain over a fresh run directory: every process of the c
 (SIGINT, SIGTERM or SIGKILL at a node boundary or during an evaluation, a revoked API key, the reference process
 killed) and the next one resumes it, until a last resume finishes it. Both run the demo cassette for two
 iterations of three experiments on the CPU, one experiment at a time, so that at any stop at most one
-evaluation is in flight. A Ctrl-C lets the experiments of the current step run to their end (LangGraph finishes
-the tasks it has started), so the chain ends when a fault's point is never reached.
+evaluation is in flight. A Ctrl-C or SIGTERM lets the node in flight finish and ends the experiment before its next
+node (graph.stopping); the chain ends early when a fault's point is never reached.
 tests/graph/fault_runner.py injects the faults and logs every finished evaluation.
 """
 
@@ -46,6 +46,8 @@ CHAIN = [
     ("evaluation:2:SIGTERM", 130),
     ("node:4:SIGKILL", KILLED),
 ]
+
+
 def run_once(run_dir: Path, log: Path, fault: str | None, resume: bool) -> subprocess.CompletedProcess:
     # A cache (and timing lock) of the run's own: nothing else on the machine makes it wait.
     env = dict(os.environ, KS_TEST_EVAL_LOG=str(log), PYTHONPATH=str(ROOT), KS_CACHE_DIR=str(run_dir.parent / "cache"))
@@ -115,10 +117,15 @@ def test_the_resumed_run_holds_the_same_candidates_as_an_uninterrupted_one(clean
 
 def test_its_report_is_complete(clean, chain):
     summary, expected = read_summary(chain["dir"]), read_summary(clean["dir"])
-    for key in ("candidates", "iterations", "statuses", "best_id", "stop_reason"):
+    for key in ("candidates", "iterations", "statuses", "stop_reason"):
         assert summary[key] == expected[key], key
-    # Every LLM call is accounted once, whatever stopped the run around it.
-    assert summary["tokens"] == expected["tokens"] and summary["per_role"] == expected["per_role"]
+    # The best is decided by clocks (CPU timings of close candidates vary between runs): it is a correct one.
+    statuses = {record.id: record.status for record in Archive(chain["dir"] / ARCHIVE_FILE).records}
+    assert statuses[summary["best_id"]] in ("correct", "seed")
+    # Every LLM call is accounted once, whatever stopped the run around it (the seconds they took vary).
+    untimed = lambda per_role: {role: totals | {"seconds": None} for role, totals in per_role.items()}  # noqa: E731
+    assert summary["tokens"] == expected["tokens"]
+    assert untimed(summary["per_role"]) == untimed(expected["per_role"])
     report = (chain["dir"] / "report.md").read_text()
     for record in Archive(chain["dir"] / ARCHIVE_FILE).records:
         assert record.id in report
