@@ -24,6 +24,8 @@ SUITE = Path(__file__).parent / "batch_suite"
 CASSETTE = json.loads((CASSETTES / "batch.json").read_text())
 # Per problem and iteration: selector 1560 + designer 2 x 6300 (avenues, plans) + implementer 4600 tokens.
 TOKENS_PER_ITERATION = 18760
+# A model that passes the model check, for the tests of what is checked after it.
+ANY_MODEL = f"replay:{CASSETTES / 'batch.json'}"
 
 
 def write_cassette(path: Path, iterations: int) -> None:
@@ -105,10 +107,10 @@ def test_the_dollar_cap_stops_new_problems_and_they_count_as_failures(tmp_path):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--suite", "/no/such/suite", "--model", "x:y"], "suite path not found"),
+        (["--suite", "/no/such/suite", "--model", ANY_MODEL], "suite path not found"),
         (["--suite", str(SUITE), "--model", "nocolon"], "bad model 'nocolon'"),
-        (["--suite", str(SUITE), "--model", "x:y", "--problems", "*none*"], "matches '*none*'"),
-        (["--suite", str(SUITE), "--model", "x:y", "--budget", "0"], "must be > 0"),
+        (["--suite", str(SUITE), "--model", ANY_MODEL, "--problems", "*none*"], "matches '*none*'"),
+        (["--suite", str(SUITE), "--model", ANY_MODEL, "--budget", "0"], "must be > 0"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(args, says, capsys):
@@ -135,7 +137,7 @@ def test_an_unreachable_cluster_is_one_line_before_any_run_starts(tmp_path, caps
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(SystemExit) as exit_:
-        batch.main(["--suite", str(SUITE), "--model", "x:y", "--cluster", f"ray://127.0.0.1:{port}"])
+        batch.main(["--suite", str(SUITE), "--model", ANY_MODEL, "--cluster", f"ray://127.0.0.1:{port}"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and "cannot reach the Ray cluster" in err
 
