@@ -206,11 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     from graph import lab
 
     console = Console(highlight=False, soft_wrap=True)
-    try:
-        with stopping.on_signals():
+    with stopping.on_signals():  # also while the executors close: a second signal there exits at once
+        try:
             return run_with_executors(args, p, console)
-    finally:
-        lab.close_executors()
+        finally:
+            lab.close_executors()
 
 
 def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
