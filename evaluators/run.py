@@ -10,14 +10,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from evaluators.judge.evaluate import EnvironmentFailure, evaluate
-from evaluators.judge.options import EvalOptions
-from evaluators.judge.result import EvalResult
-from kernels.problem import ProblemError
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.result import EvalResult
+
+# `--help` and bad usage answer before torch loads: the evaluator and its types are imported once the flags are read.
 
 STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow"}
 
@@ -47,6 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def options_from(args: argparse.Namespace) -> EvalOptions:
     """EvalOptions from the flags; a bad combination raises ValueError."""
+    from evaluators.judge.options import EvalOptions
+
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
     fields["compile_baseline"] = args.compile_baseline
     if args.timeout is not None:
@@ -56,6 +59,8 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
 
 def render(result: EvalResult, console: Console) -> None:
     """The readable summary: verdict, times, flags, and diagnostics when something failed."""
+    from rich.table import Table
+
     style = STATUS_STYLE.get(result.status, "bold magenta")
     console.print(f"[{style}]{result.status}[/] {result.problem} ({result.config or 'own globals'}, {result.device})")
     console.print(result.message, markup=False, highlight=False)
@@ -92,6 +97,11 @@ def render(result: EvalResult, console: Console) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one evaluation; the exit status says whether it ran, not what it found."""
     args = parse_args(argv)
+    from rich.console import Console
+
+    from evaluators.judge.evaluate import EnvironmentFailure, evaluate
+    from kernels.problem import ProblemError
+
     try:
         source = args.candidate.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -3,7 +3,7 @@
 Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled without a checkpointer):
 
     START -> setup -> selector -> hypothesizer -> experiment x N (Send, in parallel) -> record -> selector | report
-    experiment (a subgraph per chosen experiment): implementer -> evaluate -> debugger -> evaluate ... -> END
+    experiment (a subgraph per slot): implementer -> evaluate -> debugger -> evaluate ... -> recheck? -> END
     setup -> report when no iteration is allowed; hypothesizer -> record when its answer stays malformed
 
 - evaluate routes compile_error / runtime_error / incorrect / timeout to the debugger while its attempts are below
@@ -23,6 +23,10 @@ Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled wi
   designer's retrieval and prompts and the report.
 - `python -m graph.run` (graph.run): runs or resumes (`--resume RUN_ID`) a run under runs/<run_id>, with a
   SqliteSaver at `<run_dir>/checkpoints.sqlite` (thread id = run id) and settings in `<run_dir>/run.json`;
-  writes best_kernel.py, summary.json, speedup.svg and report.md (graph.report). Exit 0 done, 2 bad usage,
-  3 fatal LLM error (FatalLLMError: the archive and checkpoints are kept), 130 interrupted.
+  writes best_kernel.py, summary.json, speedup.svg and report.md (graph.report). Exit 0 done, 2 bad usage (every
+  argument that can be checked before work is: graph.preflight), 3 fatal LLM error (FatalLLMError: the archive and
+  checkpoints are kept), 4 an evaluation the machinery lost, 130 interrupted (Ctrl-C or SIGTERM: graph.stopping,
+  experiments end before their next node). A resume after any
+  of these, or after kill -9, finishes the run with the candidates an uninterrupted run has
+  (tests/graph/test_crash_consistency.py).
 """

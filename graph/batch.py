@@ -3,7 +3,8 @@
 Each problem is an ordinary `python -m graph.run` run in its own process and directory (OUT/runs/<key>), one per
 GPU at a time (on the CPU, one at a time). With `--cluster`, the batch joins (or starts) the Ray cluster first,
 every run sends its evaluations there, and as many runs go at once as the cluster has GPUs (`--parallel`).
-A re-run skips finished problems and resumes interrupted ones from their checkpoints. `--max-dollars` caps the
+A re-run skips finished problems and resumes interrupted ones from their checkpoints; an interrupt (Ctrl-C or
+SIGTERM) is passed on to the running runs, which save what has finished. `--max-dollars` caps the
 whole batch: once the runs have spent it, no new problem starts (each run is also told the budget left when it
 starts). Exit 0 when the batch ran, 2 for bad usage, a broken problem or a cluster that cannot be joined, 130
 when interrupted (every run keeps its checkpoints).
@@ -12,6 +13,7 @@ when interrupted (every run keeps its checkpoints).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +29,7 @@ from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.environment import REPO_ROOT, visible_device_env
 from evaluators.suites.report import machine, write_suite_report
+from graph import stopping
 from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.problem import ProblemError
@@ -144,7 +147,8 @@ def start(job: Job, args, slot: str, dollars_left: float | None, cluster: Cluste
         env["RAY_ADDRESS"] = cluster.address
     log = (job.run_dir / "batch.log").open("a")
     command = run_command(job, args, slot, dollars_left, cluster)
-    job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    # A session of its own: a Ctrl-C at the terminal reaches the batch alone, which passes it on once (stop_runs).
+    job.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     log.close()
     job.state, job.slot, job.started = "running", slot, time.monotonic()
 
@@ -191,6 +195,7 @@ def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: 
     last_read = 0.0
     with Live(table(jobs, args.max_dollars), console=console, refresh_per_second=2) as live:
         while any(job.state in ("queued", "running") for job in jobs):
+            stopping.check()
             for job in jobs:
                 if job.state == "running" and job.process.poll() is not None:
                     free.append(job.slot)
@@ -211,6 +216,17 @@ def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: 
                 start(job, args, free.pop(0), left, cluster)
             live.update(table(jobs, args.max_dollars))
             time.sleep(POLL_S)
+
+
+def stop_runs(jobs: list[Job]) -> None:
+    """Interrupt the running runs as Ctrl-C would: each saves what has finished and exits 130; wait for them."""
+    for job in jobs:
+        if job.process is not None and job.process.poll() is None:
+            job.process.send_signal(signal.SIGINT)
+    for job in jobs:
+        if job.process is not None:
+            job.process.wait()
+            finish(job)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,15 +269,13 @@ def main(argv: list[str] | None = None) -> int:
         executor = f"{len(free)} run(s) at once, evaluations on {cluster.executor.describe()}"
     code = 0
     try:
-        schedule(jobs, args, free, console, cluster)
-    except KeyboardInterrupt:
-        # The runs got the same interrupt: each saves its checkpoints and exits 130.
-        for job in jobs:
-            if job.process is not None:
-                job.process.wait()
-                finish(job)
-        console.print("interrupted; run the same command again to continue")
-        code = 130
+        with stopping.on_signals():  # a second signal, while the runs save their work, stops the batch at once
+            try:
+                schedule(jobs, args, free, console, cluster)
+            except stopping.Stopped:
+                stop_runs(jobs)
+                console.print("interrupted; run the same command again to continue")
+                code = 130
     finally:
         if cluster:
             cluster.executor.close()

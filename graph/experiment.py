@@ -20,7 +20,7 @@ from agents.errors import MalformedAnswer
 from agents.implementer import implement_plan
 from agents.schemas import Plan
 from agents.siblings import sibling_digest
-from graph import lab, quarantine
+from graph import lab, quarantine, stopping
 from graph.context import RunContext
 from graph.routing import OFF_ANCHOR, route_after_evaluate
 from graph.state import ExperimentOutcome, ExperimentOutput, ExperimentState, ExperimentTask
@@ -35,6 +35,7 @@ def _siblings(task: ExperimentTask, archive: Archive) -> str:
 
 def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
     """Write the complete candidate source for the slot's experiment, from its base version."""
+    stopping.check()
     task = state["task"]
     archive = lab.open_archive(task.run_dir)
     problem = load_problem(task.problem)
@@ -56,11 +57,14 @@ def implementer(state: ExperimentState, runtime: Runtime[RunContext]) -> Command
     return Command(goto="evaluate", update={"source": source, "debug_attempts": 0, "llm_calls": [call]})
 
 
-def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["debugger", "__end__"]]:
+def evaluate(
+    state: ExperimentState, runtime: Runtime[RunContext]
+) -> Command[Literal["debugger", "recheck", "__end__"]]:
     """Check the edit against the anchors, then compile, check and time; failures go to the debugger while they may.
 
-    A correct candidate that a hard flag sets aside gets its one strict re-evaluation here, right away.
+    A correct candidate that a hard flag sets aside goes on to its one strict re-evaluation (recheck).
     """
+    stopping.check()
     task, attempts = state["task"], state.get("debug_attempts", 0)
     plan = Plan(**task.experiment)
     check = check_edit(lab.open_archive(task.run_dir).get(task.base_id).source, state["source"], plan.anchors)
@@ -78,17 +82,34 @@ def evaluate(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Li
     if route_after_evaluate(status, attempts, runtime.context.max_debug_attempts) == "debugger":
         version = _version(state, status, result.get("message", ""))
         return Command(goto="debugger", update={"status": status, "eval": result, "attempts": [version]})
+    update = {"status": status, "eval": result, "note": strayed}
+    if quarantine.recheck_due(result):
+        # Its own node, so a stop during the strict run never costs the evaluation that finished before it.
+        return Command(goto="recheck", update=update)
+    return Command(goto=END, update=update | {"outcomes": [_finished(state | update)]})
+
+
+def recheck(state: ExperimentState, runtime: Runtime[RunContext]) -> dict:
+    """The strict re-evaluation of a candidate its evaluation set aside; the experiment ends with both results."""
+    stopping.check()
+    task, result = state["task"], state["eval"]
     strict = quarantine.strict_recheck(runtime.context, task.problem, state["source"], task.device, result)
-    if strict:
-        runtime.stream_writer(event | {"status": strict["status"], "strict": True} | _timing(strict))
-    notes = [f"given up after {attempts} debugger attempts" if status != "correct" and attempts else "", strayed]
+    event = {"iteration": task.iteration, "slot": task.slot, "attempt": state.get("debug_attempts", 0)}
+    runtime.stream_writer(event | {"status": strict["status"], "strict": True} | _timing(strict))
+    return {"outcomes": [_finished(state, strict)]}
+
+
+def _finished(state: ExperimentState, strict: dict | None = None) -> ExperimentOutcome:
+    """The experiment's outcome once its last evaluation (and any strict one) is in."""
+    status, attempts = state["status"], state.get("debug_attempts", 0)
+    notes = [f"given up after {attempts} debugger attempts" if status != "correct" and attempts else "", state["note"]]
     note = "; ".join(filter(None, notes))
-    outcome = _outcome(task, state["source"], status, result, attempts, note, strict)
-    return Command(goto=END, update={"status": status, "eval": result, "outcomes": [outcome]})
+    return _outcome(state["task"], state["source"], status, state["eval"], attempts, note, strict)
 
 
 def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
     """Fix the source sent back (failed, or off its anchors) from the diagnostics, seeing the siblings' attempts."""
+    stopping.check()
     task, attempt = state["task"], state.get("debug_attempts", 0) + 1
     archive = lab.open_archive(task.run_dir)
     model = lab.model_settings(runtime.context, task.run_dir).make("debugger")
@@ -151,5 +172,6 @@ def build_experiment_graph():
     builder.add_node("implementer", implementer)
     builder.add_node("evaluate", evaluate)
     builder.add_node("debugger", debugger)
+    builder.add_node("recheck", recheck)
     builder.add_edge(START, "implementer")
     return builder.compile(name="experiment")

@@ -19,7 +19,7 @@ def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result
 
     It goes through the run's executor like every other evaluation (local, or the cluster).
     """
-    if not _clearable(result):
+    if not recheck_due(result):
         return {}
     options = evaluators.EvalOptions(strict=True, trials=STRICT_TRIALS)
     return lab.evaluate(ctx, problem, source, device, options)
@@ -45,7 +45,8 @@ def _flags(result: dict) -> list[Flag]:
     return [Flag.model_validate(flag) for flag in result.get("flags", [])]
 
 
-def _clearable(result: dict) -> bool:
+def recheck_due(result: dict) -> bool:
+    """A correct result set aside only by flags a strict re-evaluation may clear."""
     return result.get("status") == "correct" and bool(result.get("set_aside")) and strict_can_clear(_flags(result))
 
 

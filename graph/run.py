@@ -2,9 +2,10 @@
 
 With no arguments it runs the bundled default problem (fused_residual_norm) end to end: Gemini when
 GOOGLE_API_KEY is set, else a replay of the bundled, hand-authored demo cassette. Exit codes: 0 done,
-2 bad usage (an unreachable --cluster included, found before any LLM call), 3 a fatal LLM error
-(authentication, bad request, cassette miss; the run can be resumed), 4 the cluster lost an evaluation past its
-retries (resume when it is back), 130 interrupted (resume with --resume RUN_ID).
+2 bad usage (found before any work: an unknown or uninstalled model provider, a cassette shorter than the run, an
+unreachable --cluster), 3 a fatal LLM error (authentication, bad request, cassette miss; the run can be resumed),
+4 the machinery lost an evaluation (the cluster past its retries, or a reference worker died; resume when it is
+back), 130 interrupted by Ctrl-C or SIGTERM (what finished is saved; resume with --resume RUN_ID).
 """
 
 from __future__ import annotations
@@ -16,22 +17,12 @@ import sys
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from rich.console import Console
-
-import agents
-from agents.errors import FatalLLMError
-from agents.models import DEFAULT_MODEL, ModelSettings, parse_role_overrides, refuse_recording
+# Only light modules here: `--help` and bad usage must answer before torch, LangGraph or LangChain load.
 from agents.targets import UnknownTarget, get_target, known
-from evaluators.executors.local import ClusterError, InfrastructureError, cluster_arg
-from graph import lab
-from graph.builder import build_graph
-from graph.checkpoint import open_checkpointer
-from graph.context import DEFAULT_PROBLEM, RunContext
-from graph.progress import Progress
-from graph.routing import recursion_limit
-from kernels.problem import ProblemError, load_problem
+from graph import preflight, stopping
+from graph.context import DEFAULT_MODEL, DEFAULT_PROBLEM, RunContext
 
-DEMO_CASSETTE = Path(agents.__file__).parent / "cassettes" / "demo_fused_residual_norm.json"
+DEMO_CASSETTE = Path(__file__).parents[1] / "agents" / "cassettes" / "demo_fused_residual_norm.json"
 SETTINGS_FILE = "run.json"
 # Flags that may change when a run is resumed (to give it more budget); the rest are the run's identity.
 RESUMABLE = ("iterations", "max_tokens", "max_dollars", "max_minutes", "cluster", "max_concurrency")
@@ -56,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
         "--target", type=target_arg, help=f"architecture the kernels are for ({known()}; default: the device)"
     )
     p.add_argument(
-        "--cluster", type=cluster_arg, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
+        "--cluster", type=cluster_flag, help="where evaluations run: local (default), ray, auto, ray://HOST:PORT"
     )
     p.add_argument("--strategy", choices=("scientist", "sampling", "tree"), help="search strategy (default scientist)")
     p.add_argument("--iterations", type=positive_int, help="default 3")
@@ -96,6 +87,13 @@ def target_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def cluster_flag(text: str) -> str:
+    """An argparse type: a --cluster value (the executors load only once a value is given)."""
+    from evaluators.executors.local import cluster_arg
+
+    return cluster_arg(text)
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer > 0."""
     value = int(text)
@@ -130,6 +128,10 @@ def fraction(text: str) -> float:
 
 def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[RunContext, int, str | None]:
     """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
+    from agents.errors import FatalLLMError
+    from agents.models import ModelSettings, parse_role_overrides, refuse_recording
+    from kernels.problem import ProblemError, load_problem
+
     try:
         problem = load_problem(args.problem or DEFAULT_PROBLEM)
     except ProblemError as error:
@@ -171,12 +173,17 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
 
 
 def check_model_spec(spec: str, p: argparse.ArgumentParser) -> None:
-    """A model spec is provider:model, or replay: with a cassette that exists."""
-    provider, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        p.error(f"bad model {spec!r}: write provider:model or replay:CASSETTE")
-    if provider == "replay" and not Path(rest).is_file():
-        p.error(f"cassette not found: {rest}")
+    """A model spec is provider:model of a known, installed provider, or replay: with a readable cassette."""
+    problem = preflight.model_problem(spec)
+    if problem:
+        p.error(problem)
+
+
+def check_coverage(ctx: RunContext, p: argparse.ArgumentParser) -> None:
+    """Refuse, before any work, a run longer than the cassettes it replays."""
+    problem = preflight.cassette_shortfall(ctx)
+    if problem:
+        p.error(problem)
 
 
 def resumed_settings(args: argparse.Namespace, p: argparse.ArgumentParser, run_dir: Path) -> tuple[RunContext, int]:
@@ -194,21 +201,35 @@ def main(argv: list[str] | None = None) -> int:
     """Run or resume a scientist run; returns the process exit code."""
     p = parser()
     args = p.parse_args(argv)
+    from rich.console import Console
+
+    from graph import lab
+
     console = Console(highlight=False, soft_wrap=True)
-    try:
-        return run_with_executors(args, p, console)
-    finally:
-        lab.close_executors()
+    with stopping.on_signals():  # also while the executors close: a second signal there exits at once
+        try:
+            return run_with_executors(args, p, console)
+        finally:
+            lab.close_executors()
 
 
-def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console: Console) -> int:
-    """Run or resume, with the cluster (if any) joined before any LLM call is made."""
+def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
+    """Run or resume, with every argument checked and the cluster (if any) joined before any LLM call is made."""
+    from agents.errors import FatalLLMError
+    from evaluators.executors.local import ClusterError, InfrastructureError
+    from evaluators.judge.evaluate import EnvironmentFailure
+    from graph import lab
+    from graph.builder import build_graph
+    from graph.checkpoint import open_checkpointer
+    from graph.routing import recursion_limit
+
     if args.resume:
         run_id = args.resume
         run_dir = args.out or lab.RUNS_DIR / run_id
         ctx, concurrency = resumed_settings(args, p, run_dir)
     else:
         ctx, concurrency, banner = new_settings(args, p)
+    check_coverage(ctx, p)
     try:
         where = lab.executor(ctx, lab.run_device(ctx)).describe()
     except (ClusterError, ValueError) as error:
@@ -226,13 +247,16 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         (run_dir / SETTINGS_FILE).write_text(json.dumps(settings, indent=2) + "\n")
     config = {
         "configurable": {"thread_id": run_id},
-        "max_concurrency": concurrency,
+        # LangGraph's stream waiter holds one thread of the same pool: without it, --max-concurrency 1 deadlocks.
+        "max_concurrency": concurrency + 1,
         "recursion_limit": recursion_limit(ctx.iterations, ctx.experiments_per_iteration, ctx.max_debug_attempts),
     }
+    kept = f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}"
     with open_checkpointer(run_dir) as checkpointer:
         graph = build_graph(checkpointer)
         snapshot = graph.get_state(config)
-        if args.resume and snapshot.values and not snapshot.next:
+        # `next` leaves out tasks that finished before a stop; only a run with no task left at all is done.
+        if args.resume and snapshot.values and not snapshot.tasks:
             console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
             return 0
         console.print(
@@ -243,14 +267,14 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
             final = stream(graph, None if args.resume else {}, config, ctx, console)
         except FatalLLMError as error:
             print(f"error: {error}", file=sys.stderr)
-            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+            console.print(kept)
             return 3
-        except InfrastructureError as error:
-            print(f"error: {error}", file=sys.stderr)
-            console.print(f"the archive and checkpoints are kept in {run_dir}; resume with --resume {run_id}")
+        except (InfrastructureError, EnvironmentFailure) as error:
+            print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
+            console.print(kept)
             return 4
-        except KeyboardInterrupt:
-            console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}")
+        except stopping.Stopped:
+            console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}" + _out_flag(args, run_dir))
             return 130
     best = final.get("best_speedup")
     headline = f"{final.get('best_id')} at {best:.4g}x" if best is not None else "no correct candidate"
@@ -258,8 +282,15 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
     return 0
 
 
-def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, console: Console) -> dict:
+def _out_flag(args: argparse.Namespace, run_dir: Path) -> str:
+    """The --out a resume needs when the run lives outside runs/."""
+    return f" --out {run_dir}" if args.out else ""
+
+
+def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, console) -> dict:
     """Run the graph with live progress; returns the final state."""
+    from graph.progress import Progress
+
     with Progress(console, ctx.iterations) as progress:
         for namespace, mode, chunk in graph.stream(
             # "sync": a step's checkpoint is on disk before the next step starts, so a crash loses no finished work.
@@ -271,6 +302,7 @@ def stream(graph, graph_input: dict | None, config: dict, ctx: RunContext, conso
             durability="sync",
         ):
             progress.handle(namespace, mode, chunk)
+            stopping.check()  # between updates: no library code is running in this thread
     return graph.get_state(config).values
 
 

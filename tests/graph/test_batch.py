@@ -1,8 +1,12 @@
-"""The scientist over a suite (graph.batch) on an authored cassette: two problems, a stop and a resume, the cap."""
+"""The scientist over a suite (graph.batch) on an authored cassette: two problems, an interrupt and a re-run, a cap."""
 
 import json
+import os
+import signal
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +19,13 @@ from kernels.suite import load_suite
 from .conftest import CASSETTES
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = Path(__file__).parent / "batch_suite"
 CASSETTE = json.loads((CASSETTES / "batch.json").read_text())
 # Per problem and iteration: selector 1560 + designer 2 x 6300 (avenues, plans) + implementer 4600 tokens.
 TOKENS_PER_ITERATION = 18760
+# A model that passes the model check, for the tests of what is checked after it.
+ANY_MODEL = f"replay:{CASSETTES / 'batch.json'}"
 
 
 def write_cassette(path: Path, iterations: int) -> None:
@@ -35,38 +42,53 @@ def rows(out: Path) -> dict[str, dict]:
     return {row["key"]: row for row in json.loads((out / "suite.json").read_text())["rows"]}
 
 
-def test_a_stopped_batch_resumes_each_run_from_its_checkpoints(tmp_path, monkeypatch, capsys):
-    cassette, out = tmp_path / "cassette.json", tmp_path / "out"
-    # The first cassette ends after iteration 1: each run stops at iteration 2's selector (exit 3), resumable.
-    write_cassette(cassette, iterations=1)
-    assert run_batch(cassette, out) == 0
-    first = rows(out)
-    assert list(first) == ["relu_matrix", "relu_vector"]
-    for key, row in first.items():
-        assert row["status"] == "not_judged" and "run stopped (exit 3)" in row["message"]
-        assert row["tokens"] == TOKENS_PER_ITERATION  # read from the run's checkpoint
-        archive = Archive(out / "runs" / key / ARCHIVE_FILE)
-        assert [r.id for r in archive.records] == ["c0000", "c0001"]
+def batch_args(cassette: Path, out: Path) -> list[str]:
+    args = ["--suite", str(SUITE), "--model", f"replay:{cassette}", "--budget", "2", "--out", str(out)]
+    return [*args, "--experiments-per-iteration", "1", "--device", "cpu", "--retrieval", "lexical"]
 
+
+def decided(out: Path) -> dict:
+    """suite.json less what clocks decide: when it was written, wall times and measured speeds."""
+    report = json.loads((out / "suite.json").read_text())
+    clocked = {"written_at", "wall_s", "speedup", "geomean_speedup", "roofline_fraction", "median_roofline_fraction"}
+    drop = lambda part: {key: value for key, value in part.items() if key not in clocked}  # noqa: E731
+    return drop(report) | {"summary": drop(report["summary"]), "rows": [drop(row) for row in report["rows"]]}
+
+
+def test_an_interrupted_batch_run_again_ends_as_a_clean_one(tmp_path, monkeypatch, capsys):
+    cassette, clean, out = tmp_path / "cassette.json", tmp_path / "clean", tmp_path / "out"
     write_cassette(cassette, iterations=2)
-    assert run_batch(cassette, out) == 0
-    assert "0 finished before, 2 to resume" in capsys.readouterr().out
-    for key, row in rows(out).items():
-        assert row["status"] == "correct" and row["speedup"] > 0 and row["set_aside"] is None
-        # Iteration 1 was not redone: its calls are counted once, and no candidate is archived twice.
-        assert row["tokens"] == 2 * TOKENS_PER_ITERATION and row["dollars"] > 0
+    assert batch.main(batch_args(cassette, clean)) == 0
+
+    # SIGINT to the batch alone (as `kill -INT`; a terminal's Ctrl-C too: its runs have sessions of their own) once
+    # the first run has measured its starting point: the batch passes it on, the run saves what it finished.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KS_CACHE_DIR=str(tmp_path / "cache"))
+    command = [sys.executable, "-m", "graph.batch", *batch_args(cassette, out)]
+    stopped = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    archive = out / "runs" / "relu_matrix" / ARCHIVE_FILE
+    while stopped.poll() is None and not (archive.is_file() and archive.read_text().endswith("\n")):
+        time.sleep(0.2)
+    stopped.send_signal(signal.SIGINT)
+    assert stopped.wait(timeout=300) == 130, stopped.stdout.read()[-2000:]
+    matrix = rows(out)["relu_matrix"]
+    assert matrix["status"] == "not_judged" and "run stopped (exit 130)" in matrix["message"]
+    assert not (out / "runs" / "relu_vector").exists()
+
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "cache"))
+    assert batch.main(batch_args(cassette, out)) == 0
+    assert "0 finished before, 1 to resume" in capsys.readouterr().out
+    assert decided(out) == decided(clean)
+    for key in ("relu_matrix", "relu_vector"):
+        # Nothing finished before the interrupt was done again: no candidate twice, every LLM call counted once.
         archive = Archive(out / "runs" / key / ARCHIVE_FILE)
         assert [r.id for r in archive.records] == ["c0000", "c0001", "c0002"]
-        assert row["message"].startswith("best c000")
-    summary = json.loads((out / "suite.json").read_text())["summary"]
-    assert summary["fast_0"] == 1.0 and summary["tokens"] == 4 * TOKENS_PER_ITERATION
-    assert "| relu_vector | correct |" in (out / "suite.md").read_text()
+        assert rows(out)[key]["tokens"] == 2 * TOKENS_PER_ITERATION
 
     def no_new_runs(*args, **kwargs):
         raise AssertionError("a finished problem was run again")
 
     monkeypatch.setattr(subprocess, "Popen", no_new_runs)
-    assert run_batch(cassette, out) == 0
+    assert batch.main(batch_args(cassette, out)) == 0
     assert "2 finished before, 0 to resume" in capsys.readouterr().out
 
 
@@ -85,10 +107,10 @@ def test_the_dollar_cap_stops_new_problems_and_they_count_as_failures(tmp_path):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--suite", "/no/such/suite", "--model", "x:y"], "suite path not found"),
+        (["--suite", "/no/such/suite", "--model", ANY_MODEL], "suite path not found"),
         (["--suite", str(SUITE), "--model", "nocolon"], "bad model 'nocolon'"),
-        (["--suite", str(SUITE), "--model", "x:y", "--problems", "*none*"], "matches '*none*'"),
-        (["--suite", str(SUITE), "--model", "x:y", "--budget", "0"], "must be > 0"),
+        (["--suite", str(SUITE), "--model", ANY_MODEL, "--problems", "*none*"], "matches '*none*'"),
+        (["--suite", str(SUITE), "--model", ANY_MODEL, "--budget", "0"], "must be > 0"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(args, says, capsys):
@@ -115,7 +137,7 @@ def test_an_unreachable_cluster_is_one_line_before_any_run_starts(tmp_path, caps
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(SystemExit) as exit_:
-        batch.main(["--suite", str(SUITE), "--model", "x:y", "--cluster", f"ray://127.0.0.1:{port}"])
+        batch.main(["--suite", str(SUITE), "--model", ANY_MODEL, "--cluster", f"ray://127.0.0.1:{port}"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and "cannot reach the Ray cluster" in err
 

@@ -1,5 +1,7 @@
 """The CLI's contract for bad input: one line on stderr and exit status 2, before any work starts."""
 
+import json
+
 import pytest
 
 from graph import run
@@ -24,6 +26,10 @@ def _usage_error(capsys, *args):
         (["--device", "tpu"], "invalid choice: 'tpu'"),
         (["--model", "gemini"], "bad model 'gemini'"),
         (["--model", "replay:/no/such/cassette.json"], "cassette not found"),
+        (["--model", "nosuchprovider:x"], "unknown model provider 'nosuchprovider'"),
+        (["--model-for", "debugger=nosuchprovider:x"], "unknown model provider 'nosuchprovider'"),
+        (["--iterations", "4"], "holds 3 iteration(s), fewer than the 4 asked for"),
+        (["--model", f"replay:{CASSETTES / 'short.json'}", "--iterations", "3"], "short.json holds 2 iteration(s)"),
         (["--model-for", "critic=replay:x"], "unknown role 'critic'"),
         (["--resume", "never-ran"], "no run to resume"),
         (["--target", "tpu9"], "unknown target 'tpu9'; known targets: mi300x, mi325x, mi355x, h100, h200, a100, cpu"),
@@ -34,6 +40,7 @@ def _usage_error(capsys, *args):
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, args, says):
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)  # the demo cassette is the default model
     monkeypatch.chdir(tmp_path)  # runs/ of a stray success would land here, not in the checkout
     code, err = _usage_error(capsys, *args)
     assert code == 2
@@ -48,7 +55,8 @@ def test_the_demo_cassette_is_refused_for_another_problem(capsys, monkeypatch):
 
 def test_a_new_run_refuses_a_directory_that_holds_one(capsys, tmp_path):
     (tmp_path / "run.json").write_text("{}")
-    code, err = _usage_error(capsys, "--model", f"replay:{CASSETTES / 'short.json'}", "--out", str(tmp_path))
+    short = f"replay:{CASSETTES / 'short.json'}"
+    code, err = _usage_error(capsys, "--model", short, "--iterations", "2", "--out", str(tmp_path))
     assert code == 2 and "already holds a run" in err
 
 
@@ -59,6 +67,21 @@ def test_help_lists_the_flags(capsys):
     assert exit_info.value.code == 0
     for flag in ("--resume", "--record-cassette", "--max-concurrency", "--max-dollars", "--retrieval", "--target"):
         assert flag in out
+
+
+def test_a_provider_whose_package_is_missing_is_refused_before_any_work(capsys, monkeypatch):
+    from agents.models import PROVIDERS, Provider
+
+    monkeypatch.setitem(PROVIDERS, "absent", Provider("langchain-absent", "langchain_absent_xyz", "ChatAbsent"))
+    code, err = _usage_error(capsys, "--model", "absent:m")
+    assert code == 2 and "needs the package langchain-absent: pip install langchain-absent" in err
+
+
+def test_a_resume_past_the_cassette_is_refused_before_any_work(capsys, tmp_path):
+    settings = {"context": {"model": f"replay:{CASSETTES / 'short.json'}", "iterations": 2}, "max_concurrency": 1}
+    (tmp_path / "run.json").write_text(json.dumps(settings))
+    code, err = _usage_error(capsys, "--resume", tmp_path.name, "--out", str(tmp_path), "--iterations", "5")
+    assert code == 2 and "holds 2 iteration(s), fewer than the 5 asked for" in err
 
 
 def test_cassette_paths_used_by_the_tests_exist():

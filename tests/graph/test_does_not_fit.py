@@ -19,7 +19,7 @@ def test_a_problem_that_does_not_fit_stops_before_any_llm_call(tmp_path, monkeyp
 
     monkeypatch.setattr(lab, "evaluate", does_not_fit)
     run_dir = tmp_path / "run"
-    assert cli(*SHORT, "--out", str(run_dir)) == 0
+    assert cli(*SHORT, "--iterations", "2", "--out", str(run_dir)) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == f"the problem cannot be run on cpu: {MESSAGE}"
     assert summary["tokens"] == 0 and summary["iterations"] == 0 and len(evaluated) == 1
