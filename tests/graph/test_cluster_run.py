@@ -26,7 +26,7 @@ def test_an_unknown_cluster_is_bad_usage(capsys, tmp_path):
 def test_a_cluster_without_ray_is_one_line_before_the_run_starts(capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.delitem(sys.modules, "evaluators.executors.ray", raising=False)
-    code, err = usage_error(capsys, *SHORT, "--cluster", "ray", "--out", str(tmp_path / "run"))
+    code, err = usage_error(capsys, *SHORT, "--iterations", "1", "--cluster", "ray", "--out", str(tmp_path / "run"))
     assert code == 2 and len(err.splitlines()) == 1 and "needs Ray: pip install" in err
     assert not (tmp_path / "run").exists()
 
@@ -36,7 +36,9 @@ def test_an_unreachable_cluster_is_one_line_before_any_llm_call(capsys, tmp_path
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    code, err = usage_error(capsys, *SHORT, "--cluster", f"ray://127.0.0.1:{port}", "--out", str(tmp_path / "run"))
+    code, err = usage_error(
+        capsys, *SHORT, "--iterations", "1", "--cluster", f"ray://127.0.0.1:{port}", "--out", str(tmp_path / "run")
+    )
     assert code == 2 and len(err.splitlines()) == 1 and f"cannot reach the Ray cluster at ray://127.0.0.1:{port}" in err
     assert not (tmp_path / "run").exists()  # nothing started: no run directory, no checkpoint, no LLM call
 
