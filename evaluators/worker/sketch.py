@@ -16,7 +16,9 @@ import torch
 from evaluators.worker.compare import tolerance
 
 BLOCK = 1 << 24  # elements per weighted block: the weights and one converted block stay under 128 MiB
-ACCUMULATION = 1e-5  # relative error of two float32 dot products over the same values, summed differently
+# Rounding of a float32 dot product over n terms: a few float32 epsilons times sqrt(n) times the terms' norm, even
+# summed in order (eight of them here, so any summation order of an honest output stays inside).
+ROUNDING = 8 * 2.0**-23
 _DOT, _RANDN, _GENERATOR, _STACK = torch.dot, torch.randn, torch.Generator, torch.stack
 _DETACH, _RESHAPE, _TO = torch.Tensor.detach, torch.Tensor.reshape, torch.Tensor.to
 
@@ -75,12 +77,13 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
         flat = _values(tensor)
         weights = sketcher._weights(index, min(flat.numel(), BLOCK), flat.device)
         shared = torch.zeros(weights.numel(), dtype=torch.float64, device=flat.device)
-        magnitude = 0.0
+        rounding = 0.0
         for lo in range(0, flat.numel(), BLOCK):
-            part = _TO(flat[lo : lo + BLOCK], torch.float64).abs().nan_to_num(0.0, 0.0, 0.0)
-            shared[: part.numel()] += atol_t + rtol_t * part
-            magnitude += float(_DOT(part, _TO(weights[: part.numel()], torch.float64).abs()))
-        bounds.append(8.0 * math.sqrt(float((shared**2).sum())) + 2 * ACCUMULATION * magnitude)
+            part = _TO(flat[lo : lo + BLOCK], torch.float64).nan_to_num(0.0, 0.0, 0.0)
+            shared[: part.numel()] += atol_t + rtol_t * part.abs()
+            terms = part * _TO(weights[: part.numel()], torch.float64)
+            rounding += ROUNDING * math.sqrt(part.numel()) * float(torch.linalg.vector_norm(terms))
+        bounds.append(8.0 * math.sqrt(float((shared**2).sum())) + 2 * rounding)
     return bounds
 
 

@@ -1,0 +1,46 @@
+"""Sketches of timed outputs: an honest output within tolerance always passes, a wrong one never does."""
+
+import pytest
+import torch
+
+from evaluators.worker.sketch import BLOCK, Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
+
+
+def check(found: torch.Tensor, expected: torch.Tensor, key: int, atol=1e-4, rtol=1e-4) -> str | None:
+    sketcher = Sketcher(key)
+    mine = sketch_values(sketcher.sketch([expected]))
+    theirs = sketch_values(sketcher.sketch([found]))
+    return sketch_mismatch(theirs, mine, sketch_tolerance([expected], sketcher, atol, rtol))
+
+
+@pytest.mark.parametrize("key", range(20))
+def test_an_output_within_tolerance_everywhere_passes_whatever_the_key(key):
+    expected = torch.randn(64, 257)
+    worst = 1e-4 + 1e-4 * expected.abs()
+    assert check(expected + worst * (2 * torch.rand_like(expected) - 1), expected, key) is None
+    assert check(expected + worst, expected, key) is None  # a bias of the full tolerance, all one way
+
+
+@pytest.mark.parametrize("key", range(5))
+def test_a_half_computed_or_stale_output_fails(key):
+    expected = torch.randn(64, 257)
+    half = expected.clone()
+    half[32:] = 0
+    assert "weighted sum" in check(half, expected, key)
+    assert "weighted sum" in check(torch.randn(64, 257), expected, key)
+
+
+def test_nan_where_the_reference_is_finite_and_a_wrong_shape_fail():
+    expected = torch.randn(8, 8)
+    spoiled = expected.clone()
+    spoiled[3, 4] = float("nan")
+    assert "NaN or Inf" in check(spoiled, expected, 1)
+    assert "shape (64,) found" in check(expected.reshape(64), expected, 1)
+
+
+def test_outputs_longer_than_one_block_reuse_the_weights_and_still_pass_honest_bias():
+    expected = torch.randn(BLOCK + 1000)
+    assert check(expected + (1e-4 + 1e-4 * expected.abs()), expected, 3) is None
+    wrong = expected.clone()
+    wrong[BLOCK:] += 10.0
+    assert "weighted sum" in check(wrong, expected, 3)
