@@ -29,7 +29,6 @@ class ShapeTiming:
     """One shape's timing as the parent commanded and saw it."""
 
     reps: int
-    warm_calls: int
     hold: list[int] | None  # the repetitions held, None for every one
     nonce: int
     sketch_key: int
@@ -53,10 +52,10 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: d
     return reps, warm, reps * output_bytes <= HOLD_ALL_BYTES
 
 
-def plan_timing(reps: int, warm: int, hold_all: bool, retained: int) -> ShapeTiming:
+def plan_timing(reps: int, hold_all: bool, retained: int) -> ShapeTiming:
     """Fresh seeds, key and held repetitions for one timing command."""
     hold = None if hold_all else sorted(_RANDOM.sample(range(reps), min(retained, reps)))
-    return ShapeTiming(reps, warm, hold, secrets.randbits(30), secrets.randbits(62))
+    return ShapeTiming(reps, hold, secrets.randbits(30), secrets.randbits(62))
 
 
 def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
@@ -84,7 +83,7 @@ def timing_commands(call, shape: int, device: str, options: EvalOptions, memory:
             per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
             per_call = per_call if per_call > 0 else rest.span / (warm - 1)
             reps, _, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
-        timing = plan_timing(reps, warm, hold_all, memory["retained"])
+        timing = plan_timing(reps, hold_all, memory["retained"])
         command = {
             "cmd": "time",
             "shape": shape,

@@ -41,8 +41,8 @@ def test_without_the_flag_nothing_is_compiled(run_cpu):
 
 def _timed(compiled: dict | None) -> tuple:
     """One benchmark shape's timings as the parent saw them: 1 ms candidate, 2 ms reference, clocks that agree."""
-    candidate = ShapeTiming(3, 1, None, 0, 0, {"times_ms": [1.0] * 3, "sketches": [[]] * 3}, Span(0.003, 3))
-    reference = ShapeTiming(3, 1, None, 0, 0, {"times_ms": [2.0] * 3, "sketches": [[]] * 3}, Span(0.006, 3))
+    candidate = ShapeTiming(3, None, 0, 0, {"times_ms": [1.0] * 3, "sketches": [[]] * 3}, Span(0.003, 3))
+    reference = ShapeTiming(3, None, 0, 0, {"times_ms": [2.0] * 3, "sketches": [[]] * 3}, Span(0.006, 3))
     reference.compiled = compiled
     return candidate, reference
 

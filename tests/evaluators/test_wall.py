@@ -19,7 +19,7 @@ FIXED_S = 0.002  # the pipe, the flush buffer, the last sync
 def timing(claimed_ms: float, real_ms: float) -> ShapeTiming:
     """A shape timed with REPS repetitions whose timer says `claimed_ms` while the work took `real_ms`."""
     span = Span(FIXED_S + REPS * (real_ms + HARNESS_MS) * 1e-3, REPS)
-    shape = ShapeTiming(REPS, 10, None, 0, 0, {"times_ms": [claimed_ms] * REPS, "sketches": []}, span)
+    shape = ShapeTiming(REPS, None, 0, 0, {"times_ms": [claimed_ms] * REPS, "sketches": []}, span)
     shape.fixed_s = FIXED_S
     return shape
 
