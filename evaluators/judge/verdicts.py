@@ -89,18 +89,10 @@ def apply_shape_timing(
     shape_result = result.shapes[index]
     for rep, mismatch in zip(held, checked["held"], strict=False):
         if mismatch:
-            message = (
-                f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
-                f"on the inputs it was given (a replayed or cached result?): {mismatch['summary']}"
-            )
-            _fail_shape(result, shape_result, message, f"{message}\n{mismatch['details']}", "")
+            _fail_timed_rep(result, shape_result, rep, mismatch["summary"], mismatch["details"])
             return False
     for rep, why in checked["sketches"][:1]:
-        message = (
-            f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
-            f"on the inputs it was given (a replayed or cached result?): {why}"
-        )
-        _fail_shape(result, shape_result, message, message, "")
+        _fail_timed_rep(result, shape_result, rep, why, "")
         return False
     device = device_kind(result.device)
     baseline, _ = _median_and_spread(reference.facts["times_ms"])
@@ -137,6 +129,14 @@ def apply_shape_timing(
         roof = roofline_report(work, dtype, runtime, peaks, options.peak_tflops, options.peak_gbps)
         shape_result.roofline, shape_result.roofline_fraction = roof, roof.fraction
     return True
+
+
+def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:
+    message = (
+        f"incorrect: shape {shape_result.name}, timed repetition {rep}: its output differs from the reference "
+        f"on the inputs it was given (a replayed or cached result?): {why}"
+    )
+    _fail_shape(result, shape_result, message, f"{message}\n{details}" if details else message, "")
 
 
 def _median_and_spread(times: list[float]) -> tuple[float, float]:
