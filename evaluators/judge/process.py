@@ -232,6 +232,7 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
+        self._ctl_w = self._chan_r = -1  # a second close must not close a number the process has since reused
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
