@@ -38,6 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--compile-baseline", action="store_true", help="also time torch.compile(reference): the speedup over it"
     )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="measure the reference afresh, ignoring sizes and timings kept on disk"
+    )
     args = parser.parse_args(argv)
     if args.trials < 3:
         parser.error("--trials must be at least 3")
@@ -51,7 +54,7 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
     from evaluators.judge.options import EvalOptions
 
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
-    fields["compile_baseline"] = args.compile_baseline
+    fields |= {"compile_baseline": args.compile_baseline, "reference_cache": not args.no_cache}
     if args.timeout is not None:
         fields |= {"timeout_s": args.timeout, "build_timeout_s": args.timeout}
     return EvalOptions(**fields)
@@ -99,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from rich.console import Console
 
+    from evaluators.judge import spares
     from evaluators.judge.evaluate import EnvironmentFailure, evaluate
     from kernels.problem import ProblemError
 
+    spares.evaluate_once()
     try:
         source = args.candidate.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -110,10 +110,10 @@ def slots(device: str) -> list[str]:
     """Where runs go: one slot per GPU ("0", "1", ...), or the one CPU slot."""
     if device == "cpu":
         return ["cpu"]
-    import torch
+    from evaluators.worker.devices import visible_gpus
 
-    if torch.cuda.is_available():
-        return [str(i) for i in range(torch.cuda.device_count())]
+    if visible_gpus():
+        return [str(gpu.index) for gpu in visible_gpus()]
     if device == "cuda":
         raise ValueError("--device cuda asked for, but no CUDA GPU is visible")
     return ["cpu"]

@@ -14,6 +14,7 @@ from agents.transcript import TRANSCRIPT_FILE
 from evaluators.executors import make_executor
 from evaluators.executors.local import Executor
 from evaluators.judge.options import EvalOptions
+from evaluators.worker.devices import visible_gpus
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
 from kernels.problem import Problem, load_problem
@@ -36,9 +37,7 @@ def resolve_device(device: str) -> str:
     """'auto' becomes 'cuda' where a GPU is present, else 'cpu'; an explicit device is kept."""
     if device != "auto":
         return device
-    import torch  # the graph process needs torch only to look for a GPU
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if visible_gpus() else "cpu"
 
 
 _executors: dict[tuple[str | None, str], Executor] = {}
@@ -83,9 +82,7 @@ def close_executors() -> None:
 
 def gpu_slots() -> int:
     """GPUs the parallel experiments spread over: each slot's evaluation runs both its workers on its `cuda:N`."""
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return len(visible_gpus())
 
 
 def model_settings(ctx: RunContext, run_dir: str | Path | None = None) -> ModelSettings:

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-DISTRIBUTIONS = ("normal", "uniform", "heavy")
+from kernels.problem import DISTRIBUTIONS
 
 
 def draw(shape: tuple[int, ...], dist: str = "normal", dtype: torch.dtype = torch.float32) -> torch.Tensor:

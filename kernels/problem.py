@@ -28,6 +28,8 @@ from typing import Literal
 PROBLEMS_DIR = Path(__file__).parent / "problems"
 SEEDS_DIR = Path(__file__).parent / "seeds"
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+# What a problem's `get_inputs(dist=...)` may be asked for; correctness trials cycle through them.
+DISTRIBUTIONS = ("normal", "uniform", "heavy")
 
 
 class ProblemError(ValueError):

@@ -15,11 +15,14 @@ import torch
 
 from kernels.problem import Problem, ProblemError, Shape, import_problem_module
 
+# torch.random's own function: torch._dynamo rebinds torch.manual_seed when a candidate's torch.compile imports it.
+_MANUAL_SEED = torch.random.manual_seed
+
 
 def seed_everything(seed: int) -> None:
     """Seed every generator a problem's input generator or a module's constructor may draw from."""
     random.seed(seed)
-    torch.manual_seed(seed)
+    _MANUAL_SEED(seed)
 
 
 class ProblemRuntime:

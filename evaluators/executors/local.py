@@ -21,6 +21,7 @@ import evaluators
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from evaluators.judge.toolchain import device_index
+from evaluators.worker.devices import visible_gpus
 from kernels.problem import Problem
 
 CLUSTER_SPEC = re.compile(r"local|ray|auto|ray://[^\s:/]+:\d+")
@@ -127,10 +128,8 @@ def local_devices(device: str = "auto") -> list[str]:
     """One slot per GPU of this host ("cuda:N"), or one CPU slot; an explicit device is one slot."""
     if device not in ("auto", "cuda"):
         return [device]
-    import torch
-
-    if torch.cuda.is_available():
-        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if visible_gpus():
+        return [f"cuda:{gpu.index}" for gpu in visible_gpus()]
     if device == "cuda":
         raise ValueError("--device cuda asked for, but no CUDA GPU is visible")
     return ["cpu"]
@@ -144,10 +143,8 @@ def placement(device: str, gpu_id: str | None = None) -> tuple[str, str]:
     node = socket.gethostname()
     if device == "cpu":
         return node, "cpu"
-    import torch
-
     index = device_index(device) or 0
-    return node, f"{torch.cuda.get_device_name(index)} #{gpu_id if gpu_id is not None else index}"
+    return node, f"{visible_gpus()[index].name} #{gpu_id if gpu_id is not None else index}"
 
 
 def cluster_spec(text: str) -> str:

@@ -12,24 +12,28 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import shutil
+import tempfile
 import time
 from contextlib import ExitStack
+from pathlib import Path
 
 from evaluators.judge import spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
-from evaluators.judge.reference_pool import EnvironmentFailure, reference_for
+from evaluators.judge.reference_pool import EnvironmentFailure, reference_for, release
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after, timing_commands
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.worker.device_lock import LockTimeout
-from evaluators.worker.handoff import handoff_dir
-from evaluators.worker.trials import trial_plan
+from evaluators.worker.trial_seeds import trial_plan
 from kernels.problem import Problem, load_problem
 
 __all__ = ["EnvironmentFailure", "evaluate"]
+
+SHM = Path("/dev/shm")
 
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
@@ -78,12 +82,14 @@ def evaluate(
     # evaluation to get ready for the next one.
     candidate = spares.claim("candidate", options, toolchain, device)
     try:
-        reference = reference_for(problem, device, options, job)
+        reference = reference_for(problem, shapes, device, options, job)
         result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
-        memory = reference.ready["memory"]
+        memory = reference.memory
         if not memory["fits"]:
+            release(reference)
             return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
         with ExitStack() as cleanup:
+            cleanup.callback(release, reference)
             try:
                 outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
             except Stopped as stopped:
@@ -104,7 +110,7 @@ class Stopped(Exception):
 
 
 def _judge(problem, shapes, source, candidate, options, result, reference, job, cleanup) -> EvalResult:
-    memory, meta = reference.ready["memory"], reference.ready
+    memory = reference.memory
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
@@ -120,6 +126,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         if not isinstance(outputs.meta.get("modified_inputs"), dict):
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         evidence = outputs.meta.get("evidence") or {}
+        meta = _ready(reference, result)
         checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
         _remove(handoff, f"s{i}-trial*")
         if not verdicts.check_shape(
@@ -166,6 +173,14 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             return result
     result.stages["timing"] = candidate.stage_seconds.get("timing", 0.0)
     return verdicts.summarize(result, options)
+
+
+def _ready(reference, result: EvalResult) -> dict:
+    """The reference's outputs computed (it began as the candidate did); the wait counts as the reference's stage."""
+    waited = time.perf_counter()
+    meta = reference.ready
+    result.stages["reference"] += time.perf_counter() - waited
+    return meta
 
 
 def _timed(ask, shape: int, device: str, options: EvalOptions, memory: dict, reference_timing):
@@ -221,6 +236,12 @@ def _malformed_timing(timing) -> str | None:
     if not (type(side) in (int, float) and math.isfinite(side) and side >= 0):
         return "a side-stream probe that is not a finite, non-negative number"
     return None
+
+
+def handoff_dir(needed_bytes: int = 0) -> Path:
+    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where it has the room."""
+    use_shm = SHM.is_dir() and os.access(SHM, os.W_OK) and shutil.disk_usage(SHM).free > 2 * needed_bytes
+    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=SHM if use_shm else None))
 
 
 def _remove(directory, pattern: str) -> None:

@@ -52,6 +52,9 @@ class EvalOptions(BaseModel):
     output_cap_kb: int = Field(64, description="how much of a worker's stdout/stderr is kept (head and tail)")
     max_result_mb: int = Field(4096, description="largest report, or output file of one trial, a worker may hand back")
     cache_dir: Path = Field(default_factory=default_cache_dir)
+    reference_cache: bool = Field(
+        True, description="reuse the reference's sizes and baseline timings measured by an earlier process"
+    )
     pid_namespace: bool | None = Field(
         default_factory=lambda: {"0": False, "1": True}.get(os.environ.get("KS_PID_NAMESPACE", "")),
         description="run workers in their own PID namespace (own /proc); None: when `unshare` allows it",

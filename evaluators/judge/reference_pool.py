@@ -3,7 +3,9 @@
 The reference's outputs for every shape and trial, and its timings, are the same for every candidate; computing
 them once takes the reference's start-up, CUDA context and work off each evaluation's critical path. A new
 problem's reference takes a pre-started process (spares), so its start-up is off the path too once one waits. Reference
-workers never run candidate code, so keeping one alive costs no isolation. At most two stay warm per device.
+workers never run candidate code, so keeping one alive costs no isolation. A reference nobody is using ends when
+another problem's starts on its device, so the new plan sees the device's memory free. Baseline timings and shape
+sizes also outlive the process, on disk (judge/reference_cache.py).
 """
 
 from __future__ import annotations
@@ -11,19 +13,21 @@ from __future__ import annotations
 import atexit
 import json
 import threading
+from concurrent.futures import Future
 
 from evaluators.judge import spares
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, WorkerFailure
-from evaluators.judge.timing_plan import ShapeTiming, timing_commands
+from evaluators.judge.reference_cache import ReferenceCache, agrees
+from evaluators.judge.timing_plan import ShapeTiming, per_call_now, timing_commands
 from evaluators.judge.toolchain import toolchain_key
-from kernels.problem import Problem, ProblemError
+from kernels.problem import Problem, ProblemError, Shape
 
-WARM_PER_DEVICE = 2
 # The options that change what the reference computes or how it is timed.
 REFERENCE_OPTIONS = {
     "seed", "trials", "atol", "rtol", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps",
     "max_result_mb", "retained", "strict", "cache_dir", "pid_namespace", "timeout_s", "compile_baseline",
+    "reference_cache",
 }  # fmt: skip
 
 
@@ -32,16 +36,45 @@ class EnvironmentFailure(RuntimeError):
 
 
 class ReferenceWorker:
-    """One warm reference process; requests are serialized, its timings kept per shape and repetition plan."""
+    """One warm reference process; requests are serialized, its timings kept per shape and repetition plan.
 
-    def __init__(self, device: str, options: EvalOptions, job: dict):
+    It answers its job with the memory plan first, so the candidate can be given its job and start building
+    while the reference computes its outputs (`ready` waits for those).
+    """
+
+    def __init__(self, problem: Problem, shapes: list[Shape], device: str, options: EvalOptions, job: dict):
         self.device, self.options = device, options
+        self.cache = ReferenceCache(problem, shapes, device, options)
         self.worker = spares.claim("reference", options, toolchain_key(), device)
         self.lock = threading.Lock()
         self.timings: dict[tuple[int, bool], ShapeTiming] = {}
+        self.users = 0  # evaluations using it now (reference_for to release): an idle one may be ended
+        job = job | {"role": "reference", "sizes": self.cache.sizes()}
         with self.lock:
-            self.ready = self._checked(lambda: self.worker.assign(job | {"role": "reference"}, None, "reference"))
-        self.ready = self.ready.meta
+            planned = self._checked(lambda: self.worker.assign(job, None, "reference"))
+        self.memory = planned.meta["memory"]
+        if job["sizes"] is None and self.memory.get("sizes"):
+            self.cache.store(sizes=self.memory["sizes"])
+        self._ready: Future = Future()
+        if not self.memory["fits"]:
+            self._ready.set_result({"memory": self.memory})
+            return
+        threading.Thread(target=self._expect, daemon=True, name="reference-outputs").start()
+
+    def _expect(self) -> None:
+        try:
+            meta = self.request({"cmd": "expect"}, "ready", "reference").meta
+            self._ready.set_result(meta | {"memory": self.memory})
+        except BaseException as exc:  # raised again to whoever waits on `ready`
+            self._ready.set_exception(exc)
+
+    @property
+    def ready(self) -> dict:
+        """The memory plan, the shapes' roofline facts and the device's name, once the outputs are computed.
+
+        Raises what the reference's job raised (EnvironmentFailure, ProblemError).
+        """
+        return self._ready.result()
 
     def _checked(self, send) -> Reply:
         """The reference's reply; failures there are the problem's or the machine's, never the candidate's."""
@@ -70,19 +103,25 @@ class ReferenceWorker:
         """The reference timed at `shape` by the routine the candidate will be timed with, measured once.
 
         `again` measures it anew (a candidate's timing was disputed: the parent's clock gets a second opinion).
+        A timing cached by an earlier process is used once the reference's per-call time, measured now, agrees.
         """
         with self.lock:
             key = (shape, strict)
             if again or key not in self.timings:
-                self.timings[key] = timing_commands(
-                    lambda command, event: self._checked(lambda: self.worker.call(command, event, _stage(command))),
-                    shape,
-                    self.device,
-                    self.options,
-                    self.ready["memory"],
-                    strict,
-                )
+                self.timings[key] = self._measured(shape, strict, again)
             return self.timings[key]
+
+    def _measured(self, shape: int, strict: bool, again: bool) -> ShapeTiming:
+        def call(command, event):
+            return self._checked(lambda: self.worker.call(command, event, _stage(command)))
+
+        cached = None if strict or again else self.cache.timing(shape, self.memory)
+        if cached is not None and agrees(cached.per_call_s, per_call_now(call, shape, self.device, self.options)):
+            return cached
+        timing = timing_commands(call, shape, self.device, self.options, self.memory, strict)
+        if not strict:  # a strict timing has fewer repetitions, all held: no evaluation but a strict one wants it
+            self.cache.store(shape=shape, timing=timing, plan=self.memory)
+        return timing
 
     @property
     def alive(self) -> bool:
@@ -104,8 +143,12 @@ _starting: dict[str, threading.Lock] = {}
 _pool_lock = threading.Lock()
 
 
-def reference_for(problem: Problem, device: str, options: EvalOptions, job: dict) -> ReferenceWorker:
-    """The warm reference for this problem, device and settings, started (and waited for) when there is none."""
+def reference_for(problem: Problem, shapes: list[Shape], device: str, options: EvalOptions, job: dict):
+    """The warm ReferenceWorker for this problem, device and settings, started (up to its plan) when there is none.
+
+    The caller uses it until `release(reference)`. Before a new one plans its memory, the idle references of other
+    problems on the device end and give their memory back: a plan made beside them would see too little free.
+    """
     key = json.dumps(
         [problem.digest, str(problem.path), device, options.model_dump(include=REFERENCE_OPTIONS, mode="json")]
     )
@@ -115,28 +158,23 @@ def reference_for(problem: Problem, device: str, options: EvalOptions, job: dict
         with _pool_lock:
             warm = _pool.get(key)
             if warm is not None and warm.alive:
+                warm.users += 1
                 return warm
             _pool.pop(key, None)
-        reference = ReferenceWorker(device, options, job)
+            idle = [k for k, w in _pool.items() if json.loads(k)[2] == device and w.users == 0]
+            for other in idle:
+                _pool.pop(other).close()
+        reference = ReferenceWorker(problem, shapes, device, options, job)
         with _pool_lock:
+            reference.users += 1
             _pool[key] = reference
-            _evict(device, keep=key)
         return reference
 
 
-def _evict(device: str, keep: str) -> None:
-    same_device = [key for key in _pool if json.loads(key)[2] == device and key != keep]
-    for key in same_device[: max(0, len(same_device) + 1 - WARM_PER_DEVICE)]:
-        _pool.pop(key).close()
-
-
-def discard(reference: ReferenceWorker) -> None:
-    """Forget a reference that failed, so the next evaluation starts a fresh one."""
+def release(reference: ReferenceWorker) -> None:
+    """One evaluation is done with `reference`; it stays warm for the next candidate of its problem."""
     with _pool_lock:
-        for key, warm in list(_pool.items()):
-            if warm is reference:
-                del _pool[key]
-    reference.close()
+        reference.users -= 1
 
 
 @atexit.register

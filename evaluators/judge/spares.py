@@ -32,6 +32,17 @@ DEPTH = {"candidate": {"cuda": 3, "cpu": 1}, "reference": {"cuda": 2, "cpu": 1}}
 _spares: dict[str, deque[Worker]] = {}
 _claims: dict[str, int] = {}
 _lock = threading.Lock()
+_replace_claimed = True
+
+
+def evaluate_once() -> None:
+    """Say that this process makes one evaluation (the CLI): a claim starts no spare to take its place.
+
+    Spares started beside a cold evaluation only compete with its two workers for the cores, the disk and the lock
+    each takes to open its CUDA context.
+    """
+    global _replace_claimed
+    _replace_claimed = False
 
 
 def _depth(role: str, device: str) -> int:
@@ -49,7 +60,7 @@ def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worke
         queue = _spares.setdefault(key, deque())
         spare = queue.popleft() if queue else None
         _claims[key] = _claims.get(key, 0) + 1
-        while len(queue) < min(_depth(role, device), _claims[key]):
+        while _replace_claimed and len(queue) < min(_depth(role, device), _claims[key]):
             queue.append(Worker(role, options, toolchain, device))
     if spare is None or spare.proc.poll() is not None:
         spare = Worker(role, options, toolchain, device)

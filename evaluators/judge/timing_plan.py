@@ -37,19 +37,19 @@ class ShapeTiming:
     side_stream_ms: float = 0.0
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
+    per_call_s: float = 0.0  # one call at warm-up, on the parent's clock: what sized the repetitions
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
-    """(repetitions, warm-up calls, hold every output?) for a call of `estimate_ms`."""
+    """(repetitions, hold every output?) for a call of `estimate_ms`."""
     if device_kind(device) == "cpu":
-        return options.cpu_reps, 1, True
+        return options.cpu_reps, True
     reps = int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
-    warm = int(min(max(options.warmup_ms / estimate_ms, 1), 1000))
     if strict:
-        return min(reps, max(memory["retained"], 3)), warm, True
+        return min(reps, max(memory["retained"], 3)), True
     sizes = memory.get("sizes") or []
     output_bytes = sizes[shape]["output_bytes"] if shape < len(sizes) else 0
-    return reps, warm, reps * output_bytes <= HOLD_ALL_BYTES
+    return reps, reps * output_bytes <= HOLD_ALL_BYTES
 
 
 def plan_timing(reps: int, hold_all: bool, retained: int) -> ShapeTiming:
@@ -67,6 +67,27 @@ def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
     return sorted(_RANDOM.sample(range(timing.reps), min(retained, timing.reps)))
 
 
+def warm_up(call, shape: int, device: str, options: EvalOptions, seed: int) -> tuple[float, int]:
+    """Warm the process up at `shape`: (seconds per call on the parent's clock, warm-up calls made).
+
+    A first call sizes the rest of the warm-up (on a GPU; the CPU's interpreter makes one). Each warm-up command's
+    span also holds an input draw and the pipe: the difference of the two spans is calls alone.
+    """
+    first = call({"cmd": "warm", "shape": shape, "calls": 1, "seed": seed}, "warmed")
+    warm = int(min(max(options.warmup_ms / max(first.span * 1e3, 1e-3), 1), 1000))
+    if warm <= 1 or device_kind(device) == "cpu":
+        return first.span, 1
+    rest = call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
+    per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
+    return (per_call if per_call > 0 else rest.span / (warm - 1)), warm
+
+
+def per_call_now(call, shape: int, device: str, options: EvalOptions) -> float:
+    """The reference's per-call seconds measured now, under the timing lock (the check of a cached timing)."""
+    with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
+        return warm_up(call, shape, device, options, secrets.randbits(30))[0]
+
+
 def timing_commands(call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool, reference=None):
     """Warm up, time and probe one shape; `reference` is None when this is the reference.
 
@@ -74,16 +95,10 @@ def timing_commands(call, shape: int, device: str, options: EvalOptions, memory:
     """
     seed = secrets.randbits(30)
     with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
-        first = call({"cmd": "warm", "shape": shape, "calls": 1, "seed": seed}, "warmed")
-        reps, warm, hold_all = repetitions(max(first.span * 1e3, 1e-3), device, options, memory, shape, strict)
-        if warm > 1:
-            # Each warm-up command's span also holds an input draw and the pipe: the difference of the two spans is
-            # calls alone, and sizes the repetitions by the call itself.
-            rest = call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
-            per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
-            per_call = per_call if per_call > 0 else rest.span / (warm - 1)
-            reps, _, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
+        per_call, warm = warm_up(call, shape, device, options, seed)
+        reps, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
         timing = plan_timing(reps, hold_all, memory["retained"])
+        timing.per_call_s = per_call
         command = {
             "cmd": "time",
             "shape": shape,

@@ -1,4 +1,8 @@
-"""The toolchain key: builds are cached per (python, torch, triton, CUDA/HIP, nvcc, machine) combination."""
+"""The toolchain key (builds are cached per python, torch, triton, CUDA/HIP, nvcc, machine) and device names.
+
+Nothing here imports torch: the parent learns what it needs from torch's version file and the GPU driver
+(evaluators/worker/devices.py), so its workers start before it would have finished importing torch.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,19 @@ import re
 import shutil
 import subprocess
 
-import torch
+from evaluators.worker.devices import torch_build, visible_gpus
 
 
 @functools.cache
 def toolchain_key() -> str:
     """A short hash naming this machine's build toolchain; a cache directory per key never mixes builds."""
+    build = torch_build()
     parts = [
         platform.python_version(),
         platform.machine(),
-        torch.__version__,
-        str(torch.version.cuda),
-        str(torch.version.hip),
+        build.version,
+        str(build.cuda),
+        str(build.hip),
         _package_version("triton"),
         _nvcc_version(),
     ]
@@ -34,14 +39,14 @@ def resolve_device(device: str) -> str:
     Raises ValueError, with a one-line message, for anything unusable.
     """
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if visible_gpus() else "cpu"
     match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
     if not match or (match[1] == "cpu" and match[2] is not None):
         raise ValueError(f"unknown device {device!r}; expected auto, cpu, cuda or cuda:N")
-    if match[1] == "cuda" and not torch.cuda.is_available():
+    if match[1] == "cuda" and not visible_gpus():
         raise ValueError(f"--device {device} asked for, but no CUDA/ROCm GPU is visible")
-    if match[2] is not None and int(match[2]) >= torch.cuda.device_count():
-        count = torch.cuda.device_count()
+    if match[2] is not None and int(match[2]) >= len(visible_gpus()):
+        count = len(visible_gpus())
         raise ValueError(f"--device {device} asked for, but only {count} GPU(s) are visible (cuda:0..cuda:{count - 1})")
     return device
 

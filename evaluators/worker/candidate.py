@@ -15,6 +15,7 @@ import torch
 from evaluators.worker import evidence, integrity, trials
 from evaluators.worker.handoff import output_path
 from evaluators.worker.session import Session
+from evaluators.worker.trial_seeds import trial_plan
 
 
 def serve_candidate(session: Session) -> None:
@@ -30,7 +31,7 @@ def serve_candidate(session: Session) -> None:
     sys.modules["candidate"] = candidate
     spec.loader.exec_module(candidate)
     session.reply("loaded", {})
-    plan = trials.trial_plan(job["seed"], job["trials"])
+    plan = trial_plan(job["seed"], job["trials"])
     models, held = {}, {}
     for command in session.commands():
         cmd, i = command["cmd"], command.get("shape")

@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import torch
+from evaluators.worker.devices import visible_gpus
 
 
 class LockTimeout(RuntimeError):
@@ -47,4 +47,4 @@ def device_key(device: str) -> str:
     if not device.startswith("cuda"):
         return "cpu"
     index = int(device.split(":")[1]) if ":" in device else 0
-    return f"cuda-{torch.cuda.get_device_properties(index).uuid}"
+    return f"cuda-{visible_gpus()[index].uuid}"

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,17 +18,9 @@ import torch
 
 _SAVE = torch.save  # bound at import: a candidate's patched torch.save never sees the outputs it wrote
 
-SHM = Path("/dev/shm")
-
 
 class HandoffError(Exception):
     """The candidate's output file is missing, oversized or not a list of tensors (one-line message)."""
-
-
-def handoff_dir(needed_bytes: int = 0) -> Path:
-    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where it has the room."""
-    use_shm = SHM.is_dir() and os.access(SHM, os.W_OK) and shutil.disk_usage(SHM).free > 2 * needed_bytes
-    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=SHM if use_shm else None))
 
 
 def output_path(directory: str | Path, shape: int, phase: str, index: int) -> Path:

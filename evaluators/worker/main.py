@@ -14,7 +14,6 @@ import traceback
 from pathlib import Path
 
 import torch
-import torch._dynamo  # noqa: F401  # it rebinds torch.manual_seed on import: before the watch, not mistaken for tampering
 
 from evaluators.worker import buildshim
 from evaluators.worker.device_lock import device_key, device_lock

@@ -18,6 +18,7 @@ from evaluators.worker.handoff import output_path, read_outputs
 from evaluators.worker.memory import ShapeSizes, plan_memory, unbounded_plan
 from evaluators.worker.session import Session
 from evaluators.worker.sketch import Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
+from evaluators.worker.trial_seeds import trial_plan
 from kernels.problem import Shape
 
 ROOFLINE_DTYPES = {
@@ -49,29 +50,30 @@ def shape_sizes(session: Session, shape: Shape) -> ShapeSizes:
 
 
 def plan_for(session: Session) -> dict:
-    """The memory plan for every shape, before the reference allocates anything."""
+    """The memory plan for every shape, before the reference allocates anything.
+
+    The job carries the shapes' sizes when the parent had them cached; the device's free memory is always read now.
+    """
     job = session.job
     if session.device != "cuda":
         return unbounded_plan(job["retained"]).to_json()
-    sizes = []
-    for shape in session.shapes:
-        session.runtime.use_shape(shape)
-        sizes.append(shape_sizes(session, shape))
+    if job.get("sizes"):
+        sizes = [ShapeSizes(**s) for s in job["sizes"]]
+    else:
+        sizes = []
+        for shape in session.shapes:
+            session.runtime.use_shape(shape)
+            sizes.append(shape_sizes(session, shape))
     free, total = torch.cuda.mem_get_info()
     plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 
 
-def serve_reference(session: Session) -> None:
-    """Plan memory, keep the reference's outputs for every shape and trial, then answer the parent's commands."""
+def expected_outputs(session: Session, memory: dict) -> tuple[list, dict]:
+    """The reference's outputs for every shape and trial, and what the parent learns of the problem meanwhile."""
     job, runtime, device = session.job, session.runtime, session.device
-    memory = plan_for(session)
-    job["memory"] = memory
-    if not memory["fits"]:
-        session.reply("ready", {"memory": memory})
-        return
     keep_on = device if memory["expected_on_device"] else "cpu"
-    plan = trials.trial_plan(job["seed"], job["trials"])
+    plan = trial_plan(job["seed"], job["trials"])
     expected, shapes_meta = [], []
     for shape in session.shapes:
         runtime.use_shape(shape)
@@ -88,21 +90,40 @@ def serve_reference(session: Session) -> None:
         del model
     if device == "cuda":
         torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
+    meta = {
+        "shapes": shapes_meta,
+        "dist_supported": runtime.accepts_dist,
+        "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+    }
+    return expected, meta
+
+
+def serve_reference(session: Session) -> None:
+    """Plan memory and answer with the plan; on "expect", keep the reference's outputs; then answer commands.
+
+    The plan comes first so the candidate can start building while the reference computes its outputs.
+    """
+    job, runtime, device = session.job, session.runtime, session.device
+    memory = plan_for(session)
+    job["memory"] = memory
+    session.reply("planned", {"memory": memory})
+    if not memory["fits"]:
+        return
+    commands = session.commands()
+    command = next(commands, None)
+    if command is None:
+        return
+    if command["cmd"] != "expect":
+        raise RuntimeError(f"expected the 'expect' command first, got {command['cmd']!r}")
+    expected, meta = expected_outputs(session, memory)
+    session.reply("ready", meta)
+    plan = trial_plan(job["seed"], job["trials"])
     atol, rtol = runtime.tolerance()
     atol = job["atol"] if job["atol"] is not None else atol
     rtol = job["rtol"] if job["rtol"] is not None else rtol
-    session.reply(
-        "ready",
-        {
-            "memory": memory,
-            "shapes": shapes_meta,
-            "dist_supported": runtime.accepts_dist,
-            "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        },
-    )
     limit = job["max_result_mb"] << 20
     models: dict[int, object] = {}
-    for command in session.commands():
+    for command in commands:
         shape = command["shape"]
         directory = Path(command.get("dir", "."))
         cmd = command["cmd"]
@@ -136,6 +157,8 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
 
     The reference is trusted code, so a failure here is torch's, reported beside the verdict, never the candidate's.
     """
+    import torch._dynamo  # here, not at start-up: it took 5-6 s to import on an H100 host
+
     torch._dynamo.reset()  # each shape compiles afresh and static, as a single-shape benchmark would
     try:
         compiled = torch.compile(model)

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from kernels.inputs import DISTRIBUTIONS
-
 # Bound at import, before candidate code can replace them: a patched Tensor.detach or .to could otherwise finish
 # deferred work at the moment the harness reads an output, outside every timed window.
 _EQUAL = torch.equal
 _DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
 _TENSOR = torch.tensor
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:
-    """(seed, distribution) per trial: distinct seeds, and the non-normal distributions in the first three."""
-    return [(seed + 1000 * (i + 1), DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(trials)]
 
 
 def copies(inputs: list) -> list:

@@ -1,21 +1,26 @@
 """Device names: `cuda:N` parsing and errors, and the one GPU a `cuda:N` worker is shown."""
 
+import json
 import subprocess
 import sys
 
 import pytest
 import torch
 
+from evaluators.judge import toolchain
+from graph import lab
 from evaluators.judge.environment import visible_device_env, worker_env
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_index, device_kind, resolve_device
+from evaluators.worker.devices import Gpu, TorchBuild, torch_build, visible_gpus
 from tests.evaluators.conftest import CANDIDATES, PROBLEM
 
 
 @pytest.fixture
 def two_gpus(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    gpus = (Gpu(0, "H100", "aa-0"), Gpu(1, "H100", "aa-1"))
+    monkeypatch.setattr(toolchain, "visible_gpus", lambda: gpus)
+    monkeypatch.setattr(lab, "visible_gpus", lambda: gpus)
 
 
 def test_cuda_n_within_range_is_kept(two_gpus):
@@ -36,10 +41,33 @@ def test_malformed_devices_are_bad_input(two_gpus, device):
 
 
 def test_cuda_without_a_gpu_is_bad_input(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(toolchain, "visible_gpus", lambda: ())
     for device in ("cuda", "cuda:0"):
         with pytest.raises(ValueError, match="no CUDA/ROCm GPU is visible"):
             resolve_device(device)
+
+
+def test_torch_build_is_read_without_importing_torch():
+    """The parent learns torch's build from its version file; and the driver counts what torch does."""
+    code = (
+        "import json, sys; from evaluators.worker.devices import torch_build, visible_gpus; b = torch_build(); "
+        "print(json.dumps([b.version, b.cuda, len(visible_gpus()), 'torch' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [torch.__version__, torch.version.cuda, torch.cuda.device_count(), False]
+    assert torch_build() == TorchBuild(torch.__version__, torch.version.cuda, torch.version.hip)
+    assert len(visible_gpus()) == torch.cuda.device_count()
+
+
+def test_parent_processes_import_no_torch():
+    """The CLIs and the graph start their workers without importing torch themselves (4-5 s on an H100 host)."""
+    code = (
+        "import sys, evaluators.run, evaluators.batch, evaluators.judge.evaluate, graph.run, graph.batch; "
+        "from evaluators.judge.toolchain import resolve_device, toolchain_key; resolve_device('auto'); "
+        "toolchain_key(); print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr[-2000:]
 
 
 def test_worker_sees_only_its_gpu(monkeypatch, tmp_path):
