@@ -1,36 +1,34 @@
-"""Evaluate KernelBench problem files at their real sizes, the reference as candidate, against two yardsticks.
+"""One cold `python -m evaluators.run` per KernelBench problem, against KernelBench's own harness, side by side.
 
-`python bench/kernelbench_eval.py --kernelbench PATH [NAMES...] [--device cuda] [--harness] [--out DIR]`: PATH is
-a KernelBench checkout (no KernelBench file is copied into this repository); NAMES are files under
-`KernelBench/levelN/` such as `level1/19_ReLU.py`. Per problem it records our verdict, the reference's median, the
-memory plan, wall time per evaluation (cold: the warm reference worker is started; warm: it is reused), the peak
-device memory seen by nvidia-smi during our evaluations, triton.testing.do_bench's median of the same reference
-in this process, and, with --harness, KernelBench's own eval_kernel_against_ref (5 correctness trials, 100 timed
-runs each side, as its scripts use it) run in a subprocess with its wall time. Prints a Markdown table; writes
-kernelbench_eval.json.
+`python bench/kernelbench_eval.py --kernelbench PATH NAMES... [--runs 3] [--harness] [--old TREE] [--out DIR]`:
+PATH is a KernelBench checkout (no KernelBench file is copied into this repository); NAMES are files under
+`KernelBench/`, such as `level1/19_ReLU.py`. Each problem's reference is its own candidate. Per problem:
+- our CLI, each run a fresh process: the first with an empty cache directory (cold: nothing kept on disk), the
+  rest with the reference's sizes and timings that run left there. Wall time of the whole process, its stages,
+  and per benchmark shape the candidate's median over the reference's (the reference timed against itself);
+- with --old, the CLI of another checkout (an earlier commit) once, cold, in the same run;
+- with --harness, KernelBench's `eval_kernel_against_ref` (5 correctness trials, 100 timed runs a side, as its
+  scripts use it) in a fresh process: the process's wall time, and the time inside the call alone;
+- `triton.testing.do_bench`'s median of the reference, in a fresh process.
+Prints a Markdown table; writes kernelbench_eval.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import torch  # noqa: E402
-
-from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.judge.reference_pool import EnvironmentFailure, close_all  # noqa: E402
-from kernels.problem import load_problem  # noqa: E402
-from kernels.runtime import problem_runtime  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # KernelBench's package imports its LLM clients at import time; the harness never calls them, so absent ones
-# are stood in for by empty modules.
+# are stood in for by empty modules. argv: its src dir, the problem file, the candidate file.
 HARNESS = r"""
 import importlib.util, json, sys, time, types
 sys.path.insert(0, sys.argv[1])
@@ -40,41 +38,32 @@ for name, attr in (("openai", "OpenAI"), ("litellm", "completion")):
         setattr(sys.modules[name], attr, None)
 import torch
 from kernelbench.eval import eval_kernel_against_ref
-source = open(sys.argv[2]).read()
-torch.cuda.init()
+reference, candidate = open(sys.argv[2]).read(), open(sys.argv[3]).read()
 start = time.perf_counter()
-result = eval_kernel_against_ref(source, sys.argv[3], num_correct_trials=5, num_perf_trials=100,
+result = eval_kernel_against_ref(reference, candidate, num_correct_trials=5, num_perf_trials=100,
                                  measure_performance=True, device=0, backend="cuda")
 wall = time.perf_counter() - start
 # Its runtime fields hold the mean in ms (a comment there says us; the 4096^2 matmul's 2.7 ms says ms).
-print(json.dumps({"wall_s": wall, "correct": bool(result and result.correctness),
+print(json.dumps({"call_s": wall, "correct": bool(result and result.correctness),
                   "runtime_ms": result.runtime if result else None,
                   "ref_runtime_ms": result.ref_runtime if result and result.ref_runtime > 0 else None}))
 """
 
-
-class PeakMemory:
-    """The largest device memory in use, polled from nvidia-smi (no CUDA context of our own)."""
-
-    def __init__(self, index: int = 0):
-        self.index, self.peak_mib, self._stop = index, 0, threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def _poll(self) -> None:
-        query = ["nvidia-smi", f"--id={self.index}", "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
-        while not self._stop.is_set():
-            out = subprocess.run(query, capture_output=True, text=True).stdout.strip()
-            if out.isdigit():
-                self.peak_mib = max(self.peak_mib, int(out))
-            self._stop.wait(0.2)
-
-    def __enter__(self) -> PeakMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+DO_BENCH = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch, triton.testing
+from kernels.problem import load_problem
+from kernels.runtime import problem_runtime
+problem = load_problem(sys.argv[2])
+runtime = problem_runtime(problem, "cuda")
+runtime.use_shape(problem.shapes("cuda")[0])
+model, args = runtime.reference(42), runtime.inputs(1042, "normal")
+def call():
+    with torch.no_grad():
+        model(*args)
+print(json.dumps({"do_bench_ms": triton.testing.do_bench(call, return_mode="median")}))
+"""
 
 
 def alias_candidate(source: str) -> str:
@@ -82,71 +71,93 @@ def alias_candidate(source: str) -> str:
     return source + "\n\nclass ModelNew(Model):\n    pass\n"
 
 
-def do_bench_ms(path: Path, device: str) -> float:
-    """triton.testing.do_bench's median of the reference on one input set, in this process."""
-    import triton.testing
-
-    problem = load_problem(path)
-    runtime = problem_runtime(problem, device)
-    runtime.use_shape(problem.shapes(device)[0])
-    model, args = runtime.reference(42), runtime.inputs(1042, "normal")
-
-    def call():
-        with torch.no_grad():
-            model(*args)
-
-    median = triton.testing.do_bench(call, return_mode="median")
-    torch.cuda.empty_cache()
-    return median
+def last_json(text: str) -> dict | None:
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
 
 
-def harness(kernelbench: Path, path: Path, candidate: str) -> dict:
-    """KernelBench's own eval_kernel_against_ref on the same files, in a fresh process."""
+def our_cli(tree: Path, problem: Path, candidate: Path, cache_dir: Path) -> dict:
+    """One fresh `python -m evaluators.run` process: its wall time and its JSON result."""
+    paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = os.environ | {"KS_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "evaluators.run", "--problem", str(problem), "--candidate", str(candidate)]
+    start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", HARNESS, str(kernelbench / "src"), str(path), candidate],
+        [*command, "--device", "cuda", "--json"], cwd=tree, env=env, capture_output=True, text=True, timeout=900
+    )
+    wall = time.perf_counter() - start
+    result = last_json(done.stdout)
+    if result is None:
+        return {"wall_s": wall, "error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    shapes = [s for s in result["shapes"] if s.get("speedup")]
+    return {
+        "wall_s": wall,
+        "status": result["status"],
+        "baseline_ms": result["baseline_ms"],
+        "runtime_ms": result["runtime_ms"],
+        "stages": {k: round(v, 3) for k, v in result["stages"].items()},
+        "flags": [f["code"] for f in result["flags"]],
+        # The reference timed against itself: candidate median over reference median, per benchmark shape.
+        "self_ratios": [s["runtime_ms"] / s["baseline_ms"] for s in shapes],
+    }
+
+
+def harness(kernelbench: Path, problem: Path, candidate: Path) -> dict:
+    """KernelBench's eval_kernel_against_ref in a fresh process: the process's wall time and the call's."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", HARNESS, str(kernelbench / "src"), str(problem), str(candidate)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:200]}
-    return json.loads(lines[-1])
+    row = last_json(done.stdout) or {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return row | {"process_s": time.perf_counter() - start}
 
 
-def bench_one(path: Path, device: str, with_harness: bool, kernelbench: Path) -> dict:
-    source = path.read_text()
-    candidate = alias_candidate(source)
+def do_bench(problem: Path) -> float | None:
+    done = subprocess.run(
+        [sys.executable, "-c", DO_BENCH, str(ROOT), str(problem)], capture_output=True, text=True, timeout=600
+    )
+    found = last_json(done.stdout)
+    return found["do_bench_ms"] if found else None
+
+
+def bench_one(path: Path, args, scratch: Path) -> dict:
+    candidate = scratch / f"candidate_{path.stem}.py"
+    candidate.write_text(alias_candidate(path.read_text()))
     row: dict = {"problem": f"{path.parent.name}/{path.name}"}
-    walls, results = [], []
-    with PeakMemory() as peak:
-        for _ in range(2):  # cold (reference worker started), then warm (reused)
-            start = time.perf_counter()
-            try:
-                results.append(evaluate(str(path), candidate, device, EvalOptions()))
-            except EnvironmentFailure as failure:
-                close_all()
-                return row | {"status": "environment", "message": str(failure)[:600], "peak_mib": peak.peak_mib}
-            walls.append(time.perf_counter() - start)
-    close_all()
-    result = results[-1]
-    row |= {
-        "status": result.status,
-        "message": result.message[:160],
-        "baseline_ms": result.baseline_ms,
-        "candidate_ms": result.runtime_ms,
-        "speedup": result.speedup,
-        "cold_s": walls[0],
-        "warm_s": walls[1],
-        "peak_mib": peak.peak_mib,
-        "stages": result.stages,
-        "flags": [f.code for f in result.flags],
-    }
-    if result.status == "correct":
-        row["do_bench_ms"] = do_bench_ms(path, device)
-    if with_harness:
-        row["harness"] = harness(kernelbench, path, candidate)
+    cache_dir = Path(tempfile.mkdtemp(dir=scratch))
+    row["runs"] = [our_cli(ROOT, path, candidate, cache_dir) for _ in range(args.runs)]
+    if args.old:
+        row["old"] = our_cli(args.old, path, candidate, Path(tempfile.mkdtemp(dir=scratch)))
+    if args.harness:
+        row["harness"] = harness(args.kernelbench, path, candidate)
+    row["do_bench_ms"] = do_bench(path)
     return row
+
+
+def table(rows: list[dict]) -> str:
+    head = (
+        "| problem | verdict | ours cold s | ours cached s | earlier commit cold s | KB process s | KB call s "
+        "| cold / KB process | self-timing, worst shape of all runs | ref median ms | do_bench ms | KB ref mean ms |"
+    )
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        runs, h, old = r["runs"], r.get("harness", {}), r.get("old", {})
+        cold = runs[0]
+        cached = statistics.median(x["wall_s"] for x in runs[1:]) if len(runs) > 1 else None
+        ratios = [q for x in runs for q in x.get("self_ratios", [])]
+        worst = max(ratios, key=lambda q: abs(q - 1)) if ratios else None
+        verdicts = "/".join(sorted({x.get("status", "error") for x in runs}))
+        cells = [
+            r["problem"], verdicts, _f(cold["wall_s"]), _f(cached), _f(old.get("wall_s")), _f(h.get("process_s")),
+            _f(h.get("call_s")), _f(cold["wall_s"] / h["process_s"] if h.get("process_s") else None),
+            f"{(worst - 1) * 100:+.1f} %" if worst else "-", _f(cold.get("baseline_ms")), _f(r.get("do_bench_ms")),
+            _f(h.get("ref_runtime_ms")),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -154,39 +165,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", type=Path, required=True, help="a KernelBench checkout")
     parser.add_argument("names", nargs="+", help="files under KernelBench/, e.g. level1/19_ReLU.py")
-    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--runs", type=int, default=3, help="fresh CLI processes per problem, the first cold")
     parser.add_argument("--harness", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
+    parser.add_argument("--old", type=Path, help="another checkout whose CLI runs once, cold, for comparison")
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
+    args.kernelbench, args.old = args.kernelbench.resolve(), args.old.resolve() if args.old else None
     rows = []
-    for name in args.names:
-        path = args.kernelbench / "KernelBench" / name
-        rows.append(bench_one(path, args.device, args.harness, args.kernelbench))
-        print(json.dumps(rows[-1]), flush=True)
-        (args.out / "kernelbench_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    machine = {
-        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-        "torch": torch.__version__,
-    }
-    (args.out / "kernelbench_eval.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
-    print(f"\n{machine}\n")
-    print(
-        "| problem | verdict | ref median ms | do_bench ms | ratio | KB harness ref ms | cold s | warm s "
-        "| KB harness s | peak GiB |"
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.names:
+            rows.append(bench_one(args.kernelbench / "KernelBench" / name, args, Path(scratch)))
+            print(json.dumps(rows[-1]), flush=True)
+            (args.out / "kernelbench_eval.json").write_text(json.dumps(rows, indent=1))
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        if r["status"] == "environment":
-            print(f"| {r['problem']} | environment: {r['message'][:80]} |")
-            continue
-        h = r.get("harness", {})
-        ratio = r["baseline_ms"] / r["do_bench_ms"] if r.get("do_bench_ms") and r["baseline_ms"] else None
-        cells = [
-            r["problem"], r["status"], _f(r["baseline_ms"]), _f(r.get("do_bench_ms")), _f(ratio),
-            _f(h.get("ref_runtime_ms")), _f(r["cold_s"]), _f(r["warm_s"]), _f(h.get("wall_s")),
-            _f(r["peak_mib"] / 1024),
-        ]  # fmt: skip
-        print("| " + " | ".join(cells) + " |")
+    print(f"\n{gpu.stdout.strip()}\n\n{table(rows)}")
 
 
 def _f(value) -> str:

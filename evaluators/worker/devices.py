@@ -66,13 +66,14 @@ def visible_gpus() -> tuple[Gpu, ...]:
     count = ctypes.c_int()
     if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
         return ()
+    get_uuid = getattr(driver, "cuDeviceGetUuid_v2", None) or driver.cuDeviceGetUuid
     gpus = []
     for index in range(count.value):
         handle, name, uuid = ctypes.c_int(), ctypes.create_string_buffer(256), ctypes.create_string_buffer(16)
         if driver.cuDeviceGet(ctypes.byref(handle), index) != 0:
             return tuple(gpus)
-        driver.cuDeviceGetName(name, 256, handle)
-        driver.cuDeviceGetUuid(uuid, handle)
+        if driver.cuDeviceGetName(name, 256, handle) != 0 or get_uuid(uuid, handle) != 0:
+            return tuple(gpus)
         gpus.append(Gpu(index, name.value.decode(errors="replace"), _uuid_text(uuid.raw)))
     return tuple(gpus)
 
