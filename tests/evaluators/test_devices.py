@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from evaluators.judge import toolchain
-from graph import lab
 from evaluators.judge.environment import visible_device_env, worker_env
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_index, device_kind, resolve_device
 from evaluators.worker.devices import Gpu, TorchBuild, torch_build, visible_gpus
+from graph import lab
 from tests.evaluators.conftest import CANDIDATES, PROBLEM
 
 
