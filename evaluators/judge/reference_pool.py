@@ -20,7 +20,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, WorkerFailure
 from evaluators.judge.reference_cache import ReferenceCache, agrees
 from evaluators.judge.timing_plan import ShapeTiming, per_call_now, timing_commands
-from evaluators.judge.toolchain import toolchain_key
+from evaluators.judge.toolchain import device_kind, toolchain_key
 from kernels.problem import Problem, ProblemError, Shape
 
 # The options that change what the reference computes or how it is timed.
@@ -50,6 +50,7 @@ class ReferenceWorker:
         self.timings: dict[tuple[int, bool], ShapeTiming] = {}
         self.users = 0  # evaluations using it now (reference_for to release): an idle one may be ended
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
+        self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
         with self.lock:
             planned = self._checked(lambda: self.worker.assign(job, None, "reference"))
         self.memory = planned.meta["memory"]
@@ -64,6 +65,14 @@ class ReferenceWorker:
     def _expect(self) -> None:
         try:
             meta = self.request({"cmd": "expect"}, "ready", "reference").meta
+            if self.sizes_from_cache and self.memory.get("sizes") != meta["sizes"]:
+                # Sizes from the cache that real tensors contradict: an entry made stale or written by someone else.
+                self.cache.store(sizes=meta["sizes"])
+                self.worker.kill()
+                raise EnvironmentFailure(
+                    "the reference cache held wrong input/output sizes for this problem; they are corrected on disk, "
+                    "evaluate again (or pass --no-cache)"
+                )
             self._ready.set_result(meta | {"memory": self.memory})
         except BaseException as exc:  # raised again to whoever waits on `ready`
             self._ready.set_exception(exc)

@@ -74,7 +74,7 @@ def expected_outputs(session: Session, memory: dict) -> tuple[list, dict]:
     job, runtime, device = session.job, session.runtime, session.device
     keep_on = device if memory["expected_on_device"] else "cpu"
     plan = trial_plan(job["seed"], job["trials"])
-    expected, shapes_meta = [], []
+    expected, shapes_meta, sizes = [], [], []
     for shape in session.shapes:
         runtime.use_shape(shape)
         model = runtime.reference(job["seed"])
@@ -82,15 +82,19 @@ def expected_outputs(session: Session, memory: dict) -> tuple[list, dict]:
         with torch.no_grad():
             for seed, dist in plan:
                 args = runtime.inputs(seed, dist)
-                outputs.append(trials.flatten_outputs(model(*args), keep_on))
+                output = model(*args)
+                if not outputs:  # the sizes the plan was made from, as measured on real tensors
+                    sizes.append(vars(ShapeSizes(shape.name, _nbytes(args), _nbytes(output))))
+                outputs.append(trials.flatten_outputs(output, keep_on))
                 dtype = _roofline_dtype(args)
-                del args
+                del args, output
         expected.append(outputs)
         shapes_meta.append({"roofline": runtime.roofline(), "dtype": dtype})
         del model
     if device == "cuda":
         torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
     meta = {
+        "sizes": sizes,
         "shapes": shapes_meta,
         "dist_supported": runtime.accepts_dist,
         "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
