@@ -15,7 +15,7 @@ from evaluators.worker import timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
 from evaluators.worker.handoff import output_path, read_outputs
-from evaluators.worker.memory import ShapeSizes, plan_memory, unbounded_plan
+from evaluators.worker.memory import RESERVE_BYTES, MemoryPlan, ShapeSizes, plan_memory, unbounded_plan
 from evaluators.worker.session import Session
 from evaluators.worker.sketch import Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
 from evaluators.worker.trial_seeds import trial_plan
@@ -29,42 +29,60 @@ ROOFLINE_DTYPES = {
 }
 
 
-def shape_sizes(session: Session, shape: Shape) -> ShapeSizes:
-    """Bytes of one call's inputs and outputs, found on the meta device (nothing allocated); else by a real call."""
-    runtime = session.runtime
+class NoRoom(Exception):
+    """The reference's first call at a shape ran out of device memory: the problem does not fit."""
+
+
+def shape_sizes(session: Session, shape: Shape, free_bytes: int) -> ShapeSizes:
+    """Bytes of one call's inputs (drawn on the meta device: nothing allocated) and outputs (one real call).
+
+    A forward pass on the meta device imported torch._dynamo, torch._inductor and sympy on its first use: 5-7 s of
+    a cold evaluation on an H100 host. One real call costs far less. Inputs that leave no room are never drawn on
+    the device: their output size is taken as 0, and the plan says they do not fit.
+    """
+    runtime, job = session.runtime, session.job
     try:
-        args = runtime.inputs(0, "normal", device="meta")
-        model = runtime.reference(session.job["seed"], device="meta")
-        with torch.no_grad():
-            output = model(*args)
-        return ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
-    except Exception:  # an op without a meta kernel: measure one real call instead
-        model = runtime.reference(session.job["seed"])
+        input_bytes = _nbytes(runtime.inputs(0, "normal", device="meta"))
+    except Exception:  # a generator that cannot draw on meta: the real inputs are measured below
+        input_bytes = None
+    if input_bytes is not None and input_bytes + (job["flush_mb"] << 20) + RESERVE_BYTES > free_bytes:
+        return ShapeSizes(shape.name, input_bytes, 0)
+    try:
+        model = runtime.reference(job["seed"])
         args = runtime.inputs(0, "normal")
         with torch.no_grad():
             output = model(*args)
         sizes = ShapeSizes(shape.name, _nbytes(args), _nbytes(output))
-        del model, args, output
+    except torch.OutOfMemoryError:
+        raise NoRoom(
+            f"shape {shape.name}: the reference's first call ran out of device memory with {free_bytes:,} bytes free"
+        ) from None
+    finally:
+        model = args = output = None
         torch.cuda.empty_cache()
-        return sizes
+    return sizes
 
 
 def plan_for(session: Session) -> dict:
-    """The memory plan for every shape, before the reference allocates anything.
+    """The memory plan for every shape, before the reference keeps anything.
 
     The job carries the shapes' sizes when the parent had them cached; the device's free memory is always read now.
     """
     job = session.job
     if session.device != "cuda":
         return unbounded_plan(job["retained"]).to_json()
+    free, total = torch.cuda.mem_get_info()
     if job.get("sizes"):
         sizes = [ShapeSizes(**s) for s in job["sizes"]]
     else:
         sizes = []
-        for shape in session.shapes:
-            session.runtime.use_shape(shape)
-            sizes.append(shape_sizes(session, shape))
-    free, total = torch.cuda.mem_get_info()
+        try:
+            for shape in session.shapes:
+                session.runtime.use_shape(shape)
+                sizes.append(shape_sizes(session, shape, free))
+        except NoRoom as no_room:
+            return MemoryPlan(False, str(no_room), free, total).to_json()
+        free, total = torch.cuda.mem_get_info()
     plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 

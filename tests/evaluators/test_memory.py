@@ -2,8 +2,11 @@
 
 from types import SimpleNamespace
 
+import pytest
+import torch
+
 from evaluators.worker.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
-from evaluators.worker.reference import shape_sizes
+from evaluators.worker.reference import NoRoom, shape_sizes
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
 
@@ -44,21 +47,53 @@ def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_bytes():
     assert plan.reason.count("\n") == 0
 
 
-def test_sizes_come_from_the_meta_device_without_building_the_model_for_real(tmp_path):
-    # A KernelBench-style problem whose model would take 64 GiB of parameters if it were built for real.
-    problem_file = tmp_path / "huge_linear.py"
-    problem_file.write_text(
-        "import torch\nimport torch.nn as nn\n\nB, N = 8, 131072\n\n\n"
-        "class Model(nn.Module):\n"
-        "    def __init__(self, n):\n        super().__init__()\n        self.linear = nn.Linear(n, n)\n\n"
-        "    def forward(self, x):\n        return self.linear(x)\n\n\n"
-        "def get_inputs():\n    return [torch.randn(B, N)]\n\n\n"
-        "def get_init_inputs():\n    return [N]\n"
-    )
-    runtime = problem_runtime(load_problem(problem_file), "cpu")
-    (shape,) = load_problem(problem_file).shapes("cpu")
+HUGE_LINEAR = (
+    "import torch\nimport torch.nn as nn\n\nB, N = 8, 131072\n\n\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self, n):\n        super().__init__()\n        self.linear = nn.Linear(n, n)\n\n"
+    "    def forward(self, x):\n        return self.linear(x)\n\n\n"
+    "def get_inputs():\n    return [torch.randn(B, N)]\n\n\n"
+    "def get_init_inputs():\n    return [N]\n"
+)
+
+
+def _session(tmp_path, text: str, reference=None):
+    problem_file = tmp_path / "problem.py"
+    problem_file.write_text(text)
+    problem = load_problem(problem_file)
+    runtime = problem_runtime(problem, "cpu")
+    (shape,) = problem.shapes("cpu")
     runtime.use_shape(shape)
-    model = runtime.reference(0, device="meta")
-    assert model.linear.weight.is_meta
-    sizes = shape_sizes(SimpleNamespace(runtime=runtime, job={"seed": 0}), shape)
-    assert (sizes.input_bytes, sizes.output_bytes) == (8 * 131072 * 4, 8 * 131072 * 4)
+    if reference is not None:
+        runtime.reference = reference
+    return SimpleNamespace(runtime=runtime, job={"seed": 0, "flush_mb": 512}), shape
+
+
+def test_inputs_that_leave_no_room_are_sized_on_meta_and_never_built(tmp_path):
+    """A model of 64 GiB of parameters is neither built nor called when its inputs alone do not fit."""
+
+    def never(*_):
+        raise AssertionError("the reference was built for a shape whose inputs do not fit")
+
+    session, shape = _session(tmp_path, HUGE_LINEAR.replace("B, N = 8,", "B, N = 8192,"), never)
+    sizes = shape_sizes(session, shape, free_bytes=GIB)
+    assert (sizes.input_bytes, sizes.output_bytes) == (8192 * 131072 * 4, 0)
+    assert not plan_memory([sizes], GIB, H100, FLUSH, trials=3, retained=4).fits
+
+
+def test_output_sizes_come_from_one_real_call(tmp_path):
+    """Outputs are measured on a real call (a meta forward pass imported dynamo and sympy: seconds on a GPU host)."""
+    session, shape = _session(tmp_path, HUGE_LINEAR.replace("B, N = 8, 131072", "B, N = 8, 256"))
+    sizes = shape_sizes(session, shape, free_bytes=H100)
+    assert (sizes.input_bytes, sizes.output_bytes) == (8 * 256 * 4, 8 * 256 * 4)
+
+
+def test_a_first_call_out_of_memory_means_it_does_not_fit(tmp_path):
+    """The reference running out of memory while it is sized is a clean does-not-fit, naming the shape."""
+
+    def oom(*_):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+
+    session, shape = _session(tmp_path, HUGE_LINEAR, oom)
+    with pytest.raises(NoRoom, match=f"shape {shape.name}: the reference's first call ran out of device memory"):
+        shape_sizes(session, shape, free_bytes=H100)
