@@ -1,10 +1,12 @@
 """Each problem's reference judged as its own candidate, per benchmark shape, in three passes.
 
-`python bench/reference_against_itself.py PROBLEM... [--out DIR]` on a GPU (bundled names or problem files). Pass 1
+`python bench/reference_against_itself.py PROBLEM... [--out DIR] [--root TREE]` on a GPU (bundled names or problem
+files; --root runs another checkout's evaluator, an earlier commit, with this script). Pass 1
 is every problem's first evaluation in this process, pass 2 reuses the warm references (their timings cached) where
 they are still warm, pass 3 starts after every warm reference is closed. Prints, per evaluation, the speedup and each
 benchmark shape's reference/candidate medians (ms); writes reference_against_itself.jsonl. Every speedup should be
-1.00: what moves is the timing's noise.
+1.00: what moves is the timing's noise. Ends with how many shape timings were off by more than 2 %, and how many
+evaluations carried `timing_disputed`.
 """
 
 import argparse
@@ -13,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve() if "--root" in sys.argv else Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT.resolve()))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernelbench_eval import alias_candidate  # noqa: E402
@@ -27,7 +30,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems", nargs="+")
     parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--root", type=Path, help="the checkout whose evaluator runs (default: this one)")
     args = parser.parse_args()
+    ratios, disputed = [], 0
     problems = [load_problem(spec) for spec in args.problems]
     with (args.out / "reference_against_itself.jsonl").open("w") as log:
         for run in (1, 2, 3):
@@ -38,11 +43,18 @@ def main() -> None:
                 result = evaluate(problem, alias_candidate(problem.path.read_text()), "cuda", EvalOptions())
                 timed = [s for s in result.shapes if s.runtime_ms]
                 shapes = [[s.name, s.baseline_ms, s.runtime_ms, s.spread, s.reps] for s in timed]
+                flags = [f.code for f in result.flags]
                 row = {"pass": run, "problem": problem.name, "status": result.status, "speedup": result.speedup,
-                       "wall_s": time.perf_counter() - started, "shapes": shapes}  # fmt: skip
+                       "wall_s": time.perf_counter() - started, "shapes": shapes, "flags": flags}  # fmt: skip
+                ratios += [s[2] / s[1] for s in shapes]
+                disputed += "timing_disputed" in flags
                 log.write(json.dumps(row) + "\n")
                 medians = " ".join(f"{s[1]:.4g}/{s[2]:.4g}" for s in shapes)
-                print(run, problem.name[:40], result.status, f"{result.speedup or 0:.3f}", medians, flush=True)
+                print(run, problem.name[:40], result.status, f"{result.speedup or 0:.3f}", medians, flags, flush=True)
+    off = [r for r in ratios if abs(r - 1) > 0.02]
+    worst = max(ratios, key=lambda r: abs(r - 1), default=1.0)
+    print(f"{ROOT}: {len(off)} of {len(ratios)} shape timings off by more than 2 % (worst {worst:.3f}), "
+          f"{disputed} evaluation(s) with timing_disputed")  # fmt: skip
 
 
 if __name__ == "__main__":

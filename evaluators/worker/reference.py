@@ -162,7 +162,7 @@ def serve_reference(session: Session) -> None:
             session.warm(model, command)
             session.reply("warmed", {})
         elif cmd == "time":
-            facts, _ = session.time(model, command, keep_held=False)
+            facts = session.time(model, command)[0]  # its held copies are made like the candidate's, then dropped
             session.reply("timing", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
@@ -187,7 +187,7 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
         with torch.no_grad():
             compiled(*session.inputs_at(command["seed"]))  # compiles here, outside the timing
         session.warm(compiled, command)
-        facts, _ = session.time(compiled, command, keep_held=False)
+        facts = session.time(compiled, command)[0]
     except Exception as exc:
         first = next(iter(str(exc).splitlines()), "")
         return {"error": f"{type(exc).__name__}: {first[:300]}"}

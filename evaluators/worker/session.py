@@ -68,7 +68,7 @@ class Session:
         with torch.no_grad():
             timing.warm_up(lambda args: model(*args), self.inputs_at, self.clocks, command["calls"], command["seed"])
 
-    def time(self, model, command: dict, keep_held: bool = True) -> tuple[dict, dict]:
+    def time(self, model, command: dict) -> tuple[dict, dict]:
         """The parent's timing command at the current shape: facts and the held copies by repetition."""
         memory = self.job["memory"]
         plan = timing.TimingPlan(
@@ -79,7 +79,6 @@ class Session:
             flush_mb=self.job["flush_mb"],
             timing_sets=memory["timing_sets"],
             held_device=self.device if memory["retained_on_device"] else "cpu",
-            keep_held=keep_held,
         )
         with torch.no_grad():
             facts, held = timing.time_reps(
