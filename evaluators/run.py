@@ -100,20 +100,28 @@ def render(result: EvalResult, console: Console) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one evaluation; the exit status says whether it ran, not what it found."""
     args = parse_args(argv)
+    from evaluators.judge import spares
+    from evaluators.judge.toolchain import resolve_device, toolchain_key
+
+    try:
+        options, device = options_from(args), resolve_device(args.device)
+    except ValueError as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    spares.evaluate_once()
+    spares.prestart(options, toolchain_key(), device)  # both workers import torch while the rest below loads
     from rich.console import Console
 
-    from evaluators.judge import spares
     from evaluators.judge.evaluate import EnvironmentFailure, evaluate
     from kernels.problem import ProblemError
 
-    spares.evaluate_once()
     try:
         source = args.candidate.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read candidate {args.candidate}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        result = evaluate(args.problem, source, args.device, options_from(args))
+        result = evaluate(args.problem, source, device, options)
     except (ProblemError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

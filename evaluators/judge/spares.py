@@ -45,6 +45,19 @@ def evaluate_once() -> None:
     _replace_claimed = False
 
 
+def prestart(options: EvalOptions, toolchain: str, device: str) -> None:
+    """Start one reference and one candidate process now, for the evaluation this process is about to make.
+
+    The CLI calls it as soon as its flags are read: the workers import torch (4-5 s on an H100 host) while the
+    parent imports the rest of the evaluator and loads the problem.
+    """
+    with _lock:
+        for role in ("reference", "candidate"):
+            queue = _spares.setdefault(_key(role, options, toolchain, device), deque())
+            if not queue:
+                queue.append(Worker(role, options, toolchain, device))
+
+
 def _depth(role: str, device: str) -> int:
     return DEPTH[role][device_kind(device)]
 
