@@ -33,7 +33,27 @@ class NoRoom(Exception):
     """The reference's first call at a shape ran out of device memory: the problem does not fit."""
 
 
-def shape_sizes(session: Session, shape: Shape, free_bytes: int) -> ShapeSizes:
+class ReferenceModels:
+    """The reference built once per shape, one shape alive at a time: sizing, outputs, timing and checks share it.
+
+    Building is not free: a KernelBench problem initialises an 8192^2 Linear's weights on the host, which took
+    about half a second on an H100 host, once for the sizes, once for the outputs and once for the timing.
+    """
+
+    def __init__(self, session: Session):
+        self.session, self.index, self.model = session, None, None
+
+    def at(self, index: int):
+        """The reference at shape `index` (made current)."""
+        session = self.session
+        session.runtime.use_shape(session.shapes[index])
+        if index != self.index:
+            self.model = None  # the last shape's goes before this one is built
+            self.model, self.index = session.runtime.reference(session.job["seed"]), index
+        return self.model
+
+
+def shape_sizes(session: Session, shape: Shape, free_bytes: int, build=None) -> ShapeSizes:
     """Bytes of one call's inputs (drawn on the meta device: nothing allocated) and outputs (one real call).
 
     A forward pass on the meta device imported torch._dynamo, torch._inductor and sympy on its first use: 5-7 s of
@@ -48,7 +68,7 @@ def shape_sizes(session: Session, shape: Shape, free_bytes: int) -> ShapeSizes:
     if input_bytes is not None and input_bytes + (job["flush_mb"] << 20) + RESERVE_BYTES > free_bytes:
         return ShapeSizes(shape.name, input_bytes, 0)
     try:
-        model = runtime.reference(job["seed"])
+        model = build() if build else runtime.reference(job["seed"])
         args = runtime.inputs(0, "normal")
         with torch.no_grad():
             output = model(*args)
@@ -58,12 +78,12 @@ def shape_sizes(session: Session, shape: Shape, free_bytes: int) -> ShapeSizes:
             f"shape {shape.name}: the reference's first call ran out of device memory with {free_bytes:,} bytes free"
         ) from None
     finally:
-        model = args = output = None
+        args = output = None
         torch.cuda.empty_cache()
     return sizes
 
 
-def plan_for(session: Session) -> dict:
+def plan_for(session: Session, models: ReferenceModels) -> dict:
     """The memory plan for every shape, before the reference keeps anything.
 
     The job carries the shapes' sizes when the parent had them cached; the device's free memory is always read now.
@@ -77,9 +97,9 @@ def plan_for(session: Session) -> dict:
     else:
         sizes = []
         try:
-            for shape in session.shapes:
+            for i, shape in enumerate(session.shapes):
                 session.runtime.use_shape(shape)
-                sizes.append(shape_sizes(session, shape, free))
+                sizes.append(shape_sizes(session, shape, free, lambda i=i: models.at(i)))
         except NoRoom as no_room:
             return MemoryPlan(False, str(no_room), free, total).to_json()
         free, total = torch.cuda.mem_get_info()
@@ -87,15 +107,14 @@ def plan_for(session: Session) -> dict:
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 
 
-def expected_outputs(session: Session, memory: dict) -> tuple[list, dict]:
+def expected_outputs(session: Session, memory: dict, models: ReferenceModels) -> tuple[list, dict]:
     """The reference's outputs for every shape and trial, and what the parent learns of the problem meanwhile."""
     job, runtime, device = session.job, session.runtime, session.device
     keep_on = device if memory["expected_on_device"] else "cpu"
     plan = trial_plan(job["seed"], job["trials"])
     expected, shapes_meta, sizes = [], [], []
-    for shape in session.shapes:
-        runtime.use_shape(shape)
-        model = runtime.reference(job["seed"])
+    for i, shape in enumerate(session.shapes):
+        model = models.at(i)
         outputs = []
         with torch.no_grad():
             for seed, dist in plan:
@@ -108,7 +127,6 @@ def expected_outputs(session: Session, memory: dict) -> tuple[list, dict]:
                 del args, output
         expected.append(outputs)
         shapes_meta.append({"roofline": runtime.roofline(), "dtype": dtype})
-        del model
     if device == "cuda":
         torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
     meta = {
@@ -126,7 +144,8 @@ def serve_reference(session: Session) -> None:
     The plan comes first so the candidate can start building while the reference computes its outputs.
     """
     job, runtime, device = session.job, session.runtime, session.device
-    memory = plan_for(session)
+    models = ReferenceModels(session)
+    memory = plan_for(session, models)
     job["memory"] = memory
     session.reply("planned", {"memory": memory})
     if not memory["fits"]:
@@ -137,14 +156,13 @@ def serve_reference(session: Session) -> None:
         return
     if command["cmd"] != "expect":
         raise RuntimeError(f"expected the 'expect' command first, got {command['cmd']!r}")
-    expected, meta = expected_outputs(session, memory)
+    expected, meta = expected_outputs(session, memory, models)
     session.reply("ready", meta)
     plan = trial_plan(job["seed"], job["trials"])
     atol, rtol = runtime.tolerance()
     atol = job["atol"] if job["atol"] is not None else atol
     rtol = job["rtol"] if job["rtol"] is not None else rtol
     limit = job["max_result_mb"] << 20
-    models: dict[int, object] = {}
     for command in commands:
         shape = command["shape"]
         directory = Path(command.get("dir", "."))
@@ -156,8 +174,7 @@ def serve_reference(session: Session) -> None:
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
             session.reply("comparison", {"checks": checks})
             continue
-        model = models.get(shape) or runtime.reference(job["seed"])
-        models = {shape: model}  # one shape's reference alive at a time
+        model = models.at(shape)
         if cmd == "warm":
             session.warm(model, command)
             session.reply("warmed", {})
