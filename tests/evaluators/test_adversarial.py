@@ -38,6 +38,7 @@ VERDICTS = [
     ("hook_get_inputs", "runtime_error", ".get_inputs, which the harness relies on between and after its calls", None),
     ("hook_torch_randn", "runtime_error", "replaced torch.randn, which the harness relies on", "replaces torch.<attr>"),
     ("hook_random", "runtime_error", "replaced random.Random, which the harness relies on", None),
+    ("hook_manual_seed", "runtime_error", "replaced torch.random.manual_seed, which the harness relies on", "replaces torch.random"),
 ]
 
 
@@ -109,6 +110,12 @@ def test_the_reference_aliased_is_correct_and_set_aside_for_no_custom_kernel(cac
 
 def test_a_candidate_using_torch_compile_is_not_mistaken_for_tampering(run_cpu):
     result = run_cpu("uses_torch_compile", timeout_s=120)
+    assert result.status == "correct", result.message
+
+
+def test_torch_manual_seed_may_be_rebound_because_the_harness_never_calls_it(run_cpu):
+    """Workers no longer import torch._dynamo at start-up, so its rebinding of torch.manual_seed is allowed."""
+    result = run_cpu("rebinds_torch_manual_seed", timing=True, timeout_s=60)
     assert result.status == "correct", result.message
 
 
