@@ -138,7 +138,8 @@ def test_the_key_names_what_a_timing_depends_on(tmp_path):
     options = EvalOptions(cache_dir=tmp_path)
     cache = ReferenceCache(problem, shapes, "cpu", options)
     others = [ReferenceCache(other, other.shapes("cpu"), "cpu", options)]
-    others += [ReferenceCache(problem, shapes, "cpu", options.model_copy(update=u)) for u in ({"seed": 1}, {"rep_ms": 9})]
+    changed = [options.model_copy(update=u) for u in ({"seed": 1}, {"rep_ms": 9})]
+    others += [ReferenceCache(problem, shapes, "cpu", option) for option in changed]
     assert len({cache.path, *(o.path for o in others)}) == 4
     tolerant = ReferenceCache(problem, shapes, "cpu", options.model_copy(update={"atol": 1.0, "rtol": 1.0}))
     assert tolerant.path == cache.path  # tolerances change comparisons, not timings
