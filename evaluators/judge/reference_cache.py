@@ -1,18 +1,20 @@
 """What a problem's reference gives every candidate alike, kept on disk between processes: sizes and baseline timings.
 
-A first evaluation in a new process no longer sizes the reference's shapes (a real call where a meta kernel is
-missing) or times the reference (a warm-up, a rehearsal, the timed repetitions and a probe per benchmark shape).
-Outputs are never cached: the reference recomputes them on the inputs of every trial and timed repetition.
+A first evaluation in a new process no longer sizes the reference's shapes, and times the reference with a short
+run instead of a full one. Outputs are never cached: the reference recomputes them on the inputs of every trial
+and timed repetition.
 
 An entry is found only under the same key: the problem's text, its shapes, the GPU's name, the driver, torch,
 Triton, Python, the evaluator's own timing code and every option that changes what is timed. It also expires:
-- it was measured under a memory plan with as many input sets alive; a plan that differs now measures afresh;
-- before a cached timing is used, the reference's per-call time is measured again on the parent's clock (two
-  warm-up commands, tens of milliseconds). When it has moved by more than AGREEMENT, the device or the entry
-  changed, and the shape is timed afresh and written back.
+- repetitions measured under a memory plan with another number of input sets alive are not used;
+- the reference is always timed live, by the candidate's routine, with at most CHECK_REPS repetitions: that run
+  gives the parent's clock its calibration and the side-stream probe. The cached repetitions stand in for the
+  full run only when their median agrees with the short run's within AGREEMENT; otherwise the shape is timed in
+  full and the entry rewritten.
 
-Candidates run as the same user and could write here. The live check bounds what a forged entry can move, a
-strict evaluation never reads the cache, and `--no-cache` ignores it (docs/CONTRACTS.md, "The trust boundary").
+Candidates run as the same user and could write here. What they write is checked against that live run, so a
+forged entry moves a baseline by at most AGREEMENT; malformed entries read as absent; a strict evaluation never
+reads the cache, and `--no-cache` ignores it (docs/CONTRACTS.md, "The trust boundary").
 """
 
 from __future__ import annotations
@@ -20,22 +22,22 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
+import statistics
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.timing_plan import ShapeTiming
 from evaluators.judge.toolchain import device_index, device_kind
-from evaluators.judge.wall import Span
 from evaluators.worker.devices import driver_version, torch_build, visible_gpus
 from kernels.problem import Problem, Shape
 
 FORMAT = 1
-# How far the reference's live per-call time may sit from the cached one before the entry is measured again.
+# How far the short live run's median may sit from the cached median before the shape is timed in full again.
 AGREEMENT = 0.2
+CHECK_REPS = 10
 # The options that change what the reference's timing measures (the tolerances change only comparisons).
 TIMED_OPTIONS = {
     "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "retained",
@@ -73,38 +75,32 @@ class ReferenceCache:
         return entry if isinstance(entry, dict) and entry.get("format") == FORMAT else {}
 
     def sizes(self) -> list[dict] | None:
-        """The shapes' input and output bytes, when cached."""
+        """The shapes' input and output bytes, when cached and well formed."""
         sizes = self._load().get("sizes")
-        return sizes if isinstance(sizes, list) else None
+        if not isinstance(sizes, list) or not all(_is_sizes(s) for s in sizes):
+            return None
+        return sizes
 
-    def timing(self, shape: int, plan: dict) -> ShapeTiming | None:
-        """The reference's timing at `shape`, if one was measured under this memory plan."""
-        found = self._load().get("timings", {}).get(str(shape))
+    def baseline(self, shape: int, plan: dict) -> list[float] | None:
+        """The reference's timed repetitions at `shape` (ms), if they were measured under this memory plan."""
+        timings = self._load().get("timings")
+        found = timings.get(str(shape)) if isinstance(timings, dict) else None
         if not isinstance(found, dict) or found.get("plan") != _plan_facts(plan):
             return None
-        try:
-            timing = dict(found["timing"])
-            timing["span"] = Span(**timing["span"])
-            timing = ShapeTiming(**timing)
-        except (KeyError, TypeError, ValueError):
-            return None
-        times = timing.facts.get("times_ms") if isinstance(timing.facts, dict) else None
-        if not (isinstance(times, list) and len(times) == timing.reps and timing.per_call_s > 0):
-            return None
-        return timing
+        times = found.get("times_ms")
+        return times if isinstance(times, list) and times and all(_is_time(t) for t in times) else None
 
     def store(self, sizes: list[dict] | None = None, shape: int | None = None, **timing) -> None:
-        """Write the sizes, or one shape's timing (`timing` under the memory plan `plan`), into the entry."""
+        """Write the sizes, or one shape's timed repetitions (`times_ms` under the memory plan `plan`)."""
         if self.path is None:
             return
         entry = self._load() or {"format": FORMAT}
         if sizes is not None:
             entry["sizes"] = sizes
         if shape is not None:
-            measured = asdict(timing["timing"])
-            # The reference's own sketches are never read again: every check recomputes them.
-            measured["facts"] = {k: v for k, v in measured["facts"].items() if k != "sketches"}
-            entry.setdefault("timings", {})[str(shape)] = {"timing": measured, "plan": _plan_facts(timing["plan"])}
+            if not isinstance(entry.get("timings"), dict):
+                entry["timings"] = {}
+            entry["timings"][str(shape)] = {"times_ms": timing["times_ms"], "plan": _plan_facts(timing["plan"])}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".entry-")
         with os.fdopen(fd, "w") as handle:
@@ -112,9 +108,21 @@ class ReferenceCache:
         os.replace(temporary, self.path)  # readers see the old entry or the new one, never half of one
 
 
-def agrees(cached_s: float, live_s: float) -> bool:
-    """Whether the live per-call time confirms the cached one."""
-    return cached_s > 0 and abs(live_s / cached_s - 1) <= AGREEMENT
+def agrees(cached_ms: list[float], live_ms: list[float]) -> bool:
+    """Whether a short live timing's median confirms the cached repetitions' median."""
+    cached, live = statistics.median(cached_ms), statistics.median(live_ms)
+    return cached > 0 and abs(live / cached - 1) <= AGREEMENT
+
+
+def _is_time(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value >= 0
+
+
+def _is_sizes(value) -> bool:
+    if not isinstance(value, dict) or set(value) != {"name", "input_bytes", "output_bytes"}:
+        return False
+    counts = (value["input_bytes"], value["output_bytes"])
+    return isinstance(value["name"], str) and all(type(n) is int and n >= 0 for n in counts)
 
 
 def _plan_facts(plan: dict) -> dict:

@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from evaluators.judge import spares
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, WorkerFailure
-from evaluators.judge.reference_cache import ReferenceCache, agrees
-from evaluators.judge.timing_plan import ShapeTiming, per_call_now, timing_commands
+from evaluators.judge.reference_cache import CHECK_REPS, ReferenceCache, agrees
+from evaluators.judge.timing_plan import ShapeTiming, timing_commands
 from evaluators.judge.toolchain import device_kind, toolchain_key
 from kernels.problem import Problem, ProblemError, Shape
 
@@ -112,7 +112,7 @@ class ReferenceWorker:
         """The reference timed at `shape` by the routine the candidate will be timed with, measured once.
 
         `again` measures it anew (a candidate's timing was disputed: the parent's clock gets a second opinion).
-        A timing cached by an earlier process is used once the reference's per-call time, measured now, agrees.
+        Repetitions an earlier process kept on disk stand in for a full run once a short live one agrees.
         """
         with self.lock:
             key = (shape, strict)
@@ -124,12 +124,19 @@ class ReferenceWorker:
         def call(command, event):
             return self._checked(lambda: self.worker.call(command, event, _stage(command)))
 
-        cached = None if strict or again else self.cache.timing(shape, self.memory)
-        if cached is not None and agrees(cached.per_call_s, per_call_now(call, shape, self.device, self.options)):
-            return cached
-        timing = timing_commands(call, shape, self.device, self.options, self.memory, strict)
-        if not strict:  # a strict timing has fewer repetitions, all held: no evaluation but a strict one wants it
-            self.cache.store(shape=shape, timing=timing, plan=self.memory)
+        options = self.options
+        use_cache = not (strict or again or options.compile_baseline)
+        cached = self.cache.baseline(shape, self.memory) if use_cache else None
+        if cached is not None:
+            # Timed live all the same, briefly: the calibration and the probe are always this run's own.
+            short = options.model_copy(update={"max_reps": min(options.max_reps, CHECK_REPS)})
+            timing = timing_commands(call, shape, self.device, short, self.memory, strict)
+            if agrees(cached, timing.facts["times_ms"]):
+                timing.baseline_times_ms = cached
+                return timing
+        timing = timing_commands(call, shape, self.device, options, self.memory, strict)
+        if use_cache:
+            self.cache.store(shape=shape, times_ms=timing.facts["times_ms"], plan=self.memory)
         return timing
 
     @property
@@ -170,7 +177,7 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
                 warm.users += 1
                 return warm
             _pool.pop(key, None)
-            idle = [k for k, w in _pool.items() if json.loads(k)[2] == device and w.users == 0]
+            idle = [k for k, w in _pool.items() if _evictable(json.loads(k), problem, device) and w.users == 0]
             for other in idle:
                 _pool.pop(other).close()
         reference = ReferenceWorker(problem, shapes, device, options, job)
@@ -178,6 +185,18 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
             reference.users += 1
             _pool[key] = reference
         return reference
+
+
+def _evictable(key: list, problem: Problem, device: str) -> bool:
+    """Whether `key` is another problem's reference on the same GPU (`cuda` is `cuda:0`).
+
+    The same problem's under other settings (a strict re-evaluation's) is kept.
+    """
+    return key[0] != problem.digest and _gpu(key[2]) == _gpu(device)
+
+
+def _gpu(device: str) -> str:
+    return f"{device}:0" if device == "cuda" else device
 
 
 def release(reference: ReferenceWorker) -> None:

@@ -37,7 +37,7 @@ class ShapeTiming:
     side_stream_ms: float = 0.0
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
-    per_call_s: float = 0.0  # one call at warm-up, on the parent's clock: what sized the repetitions
+    baseline_times_ms: list[float] | None = None  # a fuller run's repetitions (from the cache) behind the median
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
@@ -82,12 +82,6 @@ def warm_up(call, shape: int, device: str, options: EvalOptions, seed: int) -> t
     return (per_call if per_call > 0 else rest.span / (warm - 1)), warm
 
 
-def per_call_now(call, shape: int, device: str, options: EvalOptions) -> float:
-    """The reference's per-call seconds measured now, under the timing lock (the check of a cached timing)."""
-    with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
-        return warm_up(call, shape, device, options, secrets.randbits(30))[0]
-
-
 def timing_commands(call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool, reference=None):
     """Warm up, time and probe one shape; `reference` is None when this is the reference.
 
@@ -98,7 +92,6 @@ def timing_commands(call, shape: int, device: str, options: EvalOptions, memory:
         per_call, warm = warm_up(call, shape, device, options, seed)
         reps, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
         timing = plan_timing(reps, hold_all, memory["retained"])
-        timing.per_call_s = per_call
         command = {
             "cmd": "time",
             "shape": shape,

@@ -95,7 +95,7 @@ def apply_shape_timing(
         _fail_timed_rep(result, shape_result, rep, why, "")
         return False
     device = device_kind(result.device)
-    baseline, _ = _median_and_spread(reference.facts["times_ms"])
+    baseline, _ = _median_and_spread(reference.baseline_times_ms or reference.facts["times_ms"])
     baseline += reference.side_stream_ms
     runtime, spread = _median_and_spread(timing.facts["times_ms"])
     if timing.side_stream_ms > max(0.02, 0.05 * runtime):

@@ -12,41 +12,30 @@ import pytest
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import reference_pool, spares
 from evaluators.judge.evaluate import WORKER_OPTIONS
-from evaluators.judge.reference_cache import ReferenceCache
-from evaluators.judge.timing_plan import ShapeTiming
+from evaluators.judge.reference_cache import CHECK_REPS, ReferenceCache
 from evaluators.judge.toolchain import toolchain_key
-from evaluators.judge.wall import Span
 from kernels.problem import load_problem
 from tests.evaluators.conftest import CANDIDATES, PROBLEM, candidate
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARK = [i for i, shape in enumerate(load_problem(PROBLEM).shapes("cpu")) if shape.kind == "benchmark"]
-# Far beyond what the CPU's noise can move a live per-call time by (AGREEMENT is 20 %): the check must disagree.
-FORGED = 1000
+PLAN = {"timing_sets": 2, "retained": 4, "retained_on_device": True}
 
 
 @pytest.fixture
 def counted(monkeypatch):
-    """The shapes at which the reference is timed (not read from the cache), in a cold warm pool."""
+    """Each time the reference is timed, in a cold warm pool: (shape, "short" or "full")."""
     calls = []
     timing_commands = reference_pool.timing_commands
 
-    def counting(*args, **kwargs):
-        calls.append(args[1])
-        return timing_commands(*args, **kwargs)
+    def counting(call, shape, device, options, *args, **kwargs):
+        calls.append((shape, "short" if options.max_reps == CHECK_REPS else "full"))
+        return timing_commands(call, shape, device, options, *args, **kwargs)
 
     monkeypatch.setattr(reference_pool, "timing_commands", counting)
     reference_pool.close_all()
     yield calls
     reference_pool.close_all()
-
-
-@pytest.fixture
-def checks(monkeypatch):
-    """The live checks of a cached timing, as (cached, live) per-call seconds; each agrees, as on a quiet device."""
-    seen = []
-    monkeypatch.setattr(reference_pool, "agrees", lambda cached, live: seen.append((cached, live)) or True)
-    return seen
 
 
 def _judge(options):
@@ -62,10 +51,8 @@ def _entry(cache_dir):
     return path, json.loads(path.read_text())
 
 
-def _baselines(entry) -> dict[int, float]:
-    """Each cached shape's baseline as the verdict computes it: the median time plus the side-stream probe."""
-    timings = {int(shape): found["timing"] for shape, found in entry["timings"].items()}
-    return {i: statistics.median(t["facts"]["times_ms"]) + t["side_stream_ms"] for i, t in timings.items()}
+def _medians(entry) -> dict[int, float]:
+    return {int(shape): statistics.median(found["times_ms"]) for shape, found in entry["timings"].items()}
 
 
 def _stamp(path):
@@ -73,58 +60,57 @@ def _stamp(path):
     return stat.st_ino, stat.st_mtime_ns, path.read_bytes()
 
 
-def test_a_later_process_reads_the_cached_timing_once_the_live_check_agrees(tmp_path, counted, checks):
-    """The second evaluation times no reference: one live check per shape, then the entry's baselines."""
+FULL = [(i, "full") for i in BENCHMARK]
+SHORT = [(i, "short") for i in BENCHMARK]
+
+
+def test_a_later_process_times_briefly_and_takes_the_cached_repetitions_when_they_agree(tmp_path, counted, monkeypatch):
+    """The second evaluation times the reference with a short run only; its baselines are the entry's medians."""
     options = EvalOptions(cache_dir=tmp_path, timeout_s=60)
     first = _judge(options)
     _, entry = _entry(tmp_path)
-    assert sorted(entry["timings"]) == [str(i) for i in BENCHMARK] and counted == BENCHMARK and not checks
-    cached = _baselines(entry)
+    assert sorted(entry["timings"]) == [str(i) for i in BENCHMARK] and counted == FULL
+    cached = _medians(entry)
     assert [first.shapes[i].baseline_ms for i in BENCHMARK] == [pytest.approx(cached[i]) for i in BENCHMARK]
+    seen = []
+    monkeypatch.setattr(reference_pool, "agrees", lambda cached, live: seen.append((cached, live)) or True)
     second = _judge(options)
-    assert counted == BENCHMARK  # nothing timed again
-    assert [c for c, _ in checks] == [entry["timings"][str(i)]["timing"]["per_call_s"] for i in BENCHMARK]
-    assert all(live > 0 for _, live in checks)  # measured now, by the reference
+    assert counted == FULL + SHORT
+    assert [c for c, _ in seen] == [entry["timings"][str(i)]["times_ms"] for i in BENCHMARK]
+    assert all(0 < len(live) <= CHECK_REPS for _, live in seen)  # measured now, by the reference
     assert [second.shapes[i].baseline_ms for i in BENCHMARK] == [pytest.approx(cached[i]) for i in BENCHMARK]
 
 
 def test_a_forged_entry_is_measured_again_and_rewritten(tmp_path, counted):
-    """Baselines and per-call time forged slower: the live check disagrees, the reference is timed anew."""
+    """Repetitions forged a thousand times slower: the short live run disagrees, the shape is timed in full."""
     options = EvalOptions(cache_dir=tmp_path, timeout_s=60)
     _judge(options)
     path, entry = _entry(tmp_path)
     for found in entry["timings"].values():
-        found["timing"]["facts"]["times_ms"] = [t * FORGED for t in found["timing"]["facts"]["times_ms"]]
-        found["timing"]["per_call_s"] *= FORGED
+        found["times_ms"] = [t * 1000 for t in found["times_ms"]]
     path.write_text(json.dumps(entry))
-    forged = _baselines(entry)
+    forged = _medians(entry)
     second = _judge(options)
-    assert counted == BENCHMARK * 2
-    _, rewritten = _entry(tmp_path)
-    measured = _baselines(rewritten)
+    assert counted == FULL + [call for i in BENCHMARK for call in ((i, "short"), (i, "full"))]
+    measured = _medians(_entry(tmp_path)[1])
     for i in BENCHMARK:
-        per_call = rewritten["timings"][str(i)]["timing"]["per_call_s"]
-        assert per_call != entry["timings"][str(i)]["timing"]["per_call_s"]
-        assert measured[i] != pytest.approx(forged[i])
-        assert second.shapes[i].baseline_ms == pytest.approx(measured[i])  # the timing just measured, not the forged
+        assert measured[i] < forged[i] / 100
+        assert second.shapes[i].baseline_ms == pytest.approx(measured[i])  # the run just measured, not the forged
 
 
-def test_no_cache_and_strict_never_read_a_timing(tmp_path, counted, checks):
-    """`reference_cache=False` neither reads nor writes an entry; a strict evaluation times afresh and keeps it."""
+def test_no_cache_and_strict_never_read_a_timing(tmp_path, counted, monkeypatch):
+    """`reference_cache=False` neither reads nor writes an entry; a strict evaluation times in full and keeps none."""
+    monkeypatch.setattr(reference_pool, "agrees", lambda cached, live: True)
     options = EvalOptions(cache_dir=tmp_path, timeout_s=60)
     _judge(options)
     path, _ = _entry(tmp_path)
     written = _stamp(path)
     _judge(options.model_copy(update={"reference_cache": False}))
-    assert counted == BENCHMARK * 2 and not checks
+    assert counted == FULL * 2
     assert _entry(tmp_path)[0] == path and _stamp(path) == written
     _judge(options.model_copy(update={"strict": True}))
-    assert counted == BENCHMARK * 3 and not checks
+    assert counted == FULL * 3
     assert _entry(tmp_path)[0] == path and _stamp(path) == written  # its fewer repetitions replace no entry
-
-
-def _timing(per_call_s: float = 0.002) -> ShapeTiming:
-    return ShapeTiming(3, None, 1, 2, {"times_ms": [1.0, 1.1, 0.9], "label": "x"}, Span(0.01, 3), per_call_s=per_call_s)
 
 
 def test_the_key_names_what_a_timing_depends_on(tmp_path):
@@ -144,16 +130,37 @@ def test_the_key_names_what_a_timing_depends_on(tmp_path):
     tolerant = ReferenceCache(problem, shapes, "cpu", options.model_copy(update={"atol": 1.0, "rtol": 1.0}))
     assert tolerant.path == cache.path  # tolerances change comparisons, not timings
     plan = {"timing_sets": 2, "retained": 4, "retained_on_device": True}
-    cache.store(shape=0, timing=_timing(), plan=plan)
-    assert cache.timing(0, plan).facts["times_ms"] == [1.0, 1.1, 0.9] and cache.timing(1, plan) is None
-    assert cache.timing(0, plan | {"timing_sets": 1}) is None
-    assert all(o.timing(0, plan) is None for o in others)
-    for broken in (cache.path.read_text()[:25], "not json", "[]", json.dumps({"format": 0, "timings": {}})):
-        cache.path.write_text(broken)
-        assert cache.timing(0, plan) is None and cache.sizes() is None, broken
-    cache.store(shape=0, timing=_timing(0.003), plan=plan)  # a broken entry is written afresh
-    assert cache.timing(0, plan).per_call_s == 0.003
+    cache.store(shape=0, times_ms=[1.0, 1.1, 0.9], plan=plan)
+    assert cache.baseline(0, plan) == [1.0, 1.1, 0.9] and cache.baseline(1, plan) is None
+    assert cache.baseline(0, plan | {"timing_sets": 1}) is None
+    assert all(o.baseline(0, plan) is None for o in others)
     assert ReferenceCache(problem, shapes, "cpu", options.model_copy(update={"reference_cache": False})).path is None
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        '{"format": 1, "timi',
+        "not json",
+        "[]",
+        json.dumps({"format": 0, "timings": {}}),
+        json.dumps({"format": 1, "timings": [], "sizes": {}}),
+        json.dumps({"format": 1, "timings": {"0": {"times_ms": "1.0", "plan": PLAN}}, "sizes": [{"name": 1}]}),
+        json.dumps({"format": 1, "timings": {"0": {"times_ms": [1.0, "x"], "plan": PLAN}}}),
+        json.dumps({"format": 1, "timings": {"0": {"times_ms": [], "plan": PLAN}}}),
+        json.dumps({"format": 1, "timings": {"0": {"times_ms": [float("inf")], "plan": PLAN}}}),
+        json.dumps({"format": 1, "sizes": [{"name": "s", "input_bytes": -1, "output_bytes": 4}]}),
+    ],
+)
+def test_a_malformed_entry_reads_as_absent_and_is_written_afresh(tmp_path, broken):
+    """Candidates can write the cache: nothing malformed there may crash a later evaluation."""
+    problem = load_problem(PROBLEM)
+    cache = ReferenceCache(problem, problem.shapes("cpu"), "cpu", EvalOptions(cache_dir=tmp_path))
+    cache.path.parent.mkdir(parents=True)
+    cache.path.write_text(broken)
+    assert cache.baseline(0, PLAN) is None and cache.sizes() is None
+    cache.store(shape=0, times_ms=[2.0], plan=PLAN)
+    assert cache.baseline(0, PLAN) == [2.0]
 
 
 def _pooled(path) -> reference_pool.ReferenceWorker:
@@ -215,3 +222,13 @@ def test_the_cli_without_the_cache_leaves_nothing_on_disk(tmp_path):
     assert record["status"] == "correct" and record["baseline_ms"] > 0  # the reference was timed
     assert any(tmp_path.iterdir())  # the run used this cache directory (its locks and builds are here)
     assert not (tmp_path / "reference").exists()
+
+
+def test_only_other_problems_on_the_same_gpu_are_ended():
+    """`cuda` is `cuda:0`; the same problem's reference under strict settings is kept, as is another GPU's."""
+    problem = load_problem(PROBLEM)
+    mine, theirs = [problem.digest, str(PROBLEM), "cuda:0", {}], ["0123456789abcdef", "other.py", "cuda", {}]
+    assert reference_pool._evictable(theirs, problem, "cuda:0")
+    assert reference_pool._evictable(theirs[:2] + ["cuda:0", {}], problem, "cuda")
+    assert not reference_pool._evictable(mine[:3] + [{"strict": True}], problem, "cuda:0")
+    assert not reference_pool._evictable(theirs[:2] + ["cuda:1", {}], problem, "cuda:0")
