@@ -22,7 +22,7 @@ from pathlib import Path
 from evaluators.judge import spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
-from evaluators.judge.reference_pool import EnvironmentFailure, reference_for, release
+from evaluators.judge.reference_pool import EnvironmentFailure, ReferenceOutOfMemory, discard, reference_for, release
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after, timing_commands
@@ -38,7 +38,7 @@ SHM = Path("/dev/shm")
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
     "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "atol", "rtol",
-    "max_result_mb", "retained", "strict", "compile_baseline",
+    "max_result_mb", "retained", "strict", "compile_baseline", "pin_timing",
 }  # fmt: skip
 
 
@@ -78,25 +78,12 @@ def evaluate(
         **options.model_dump(include=WORKER_OPTIONS),
     }
     toolchain = toolchain_key()
-    # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
-    # evaluation to get ready for the next one.
-    candidate = spares.claim("candidate", options, toolchain, device)
     try:
-        reference = reference_for(problem, shapes, device, options, job)
-        result.stages["reference"] = time.perf_counter() - started - result.stages["static"]
-        memory = reference.memory
-        if not memory["fits"]:
-            release(reference)
-            return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
-        with ExitStack() as cleanup:
-            cleanup.callback(release, reference)
-            try:
-                outcome = _judge(problem, shapes, candidate_source, candidate, options, result, reference, job, cleanup)
-            except Stopped as stopped:
-                outcome = stopped.result
-    finally:
-        if not candidate.assigned:
-            spares.give_back(candidate, options, toolchain, device)
+        outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=True)
+    except Contended:
+        # The reference or the candidate ran out of device memory while both worked at once: neither verdict is
+        # the problem's or the candidate's. Both again, with a fresh reference, the candidate only once it is done.
+        outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=False)
     outcome.stages["total"] = time.perf_counter() - started
     return outcome
 
@@ -109,24 +96,61 @@ class Stopped(Exception):
         self.result = result
 
 
-def _judge(problem, shapes, source, candidate, options, result, reference, job, cleanup) -> EvalResult:
-    memory = reference.memory
+class Contended(Exception):
+    """Device memory ran out while the candidate built beside the reference's planning: no verdict can be drawn."""
+
+
+def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
+    """One try at the evaluation; with `overlap`, the candidate may build while a new reference plans."""
+    # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
+    # evaluation to get ready for the next one.
+    candidate = spares.claim("candidate", options, toolchain, device)
+    waited = time.perf_counter()
+    try:
+        reference = reference_for(problem, shapes, device, options, job)
+        result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
+        with ExitStack() as cleanup:
+            cleanup.callback(release, reference)
+            together = overlap and reference.overlap
+            if not together:
+                _waited(lambda: reference.ready, reference, result, False)
+            try:
+                return _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup)
+            except Stopped as stopped:
+                return stopped.result
+            except Contended:
+                cleanup.callback(discard, reference)
+                raise
+    finally:
+        if not candidate.assigned:
+            spares.give_back(candidate, options, toolchain, device)
+
+
+def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
+    cleanup.callback(candidate.close)
+    ask = _Asker(candidate, result, contended_by_oom=together)
+    ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
+    ask({"cmd": "build", "shape": 0}, "built", "build")
+    memory = _waited(lambda: reference.memory, reference, result, together)
+    if not memory["fits"]:
+        if together and memory.get("out_of_memory"):
+            raise Contended()
+        return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+    ask.contended_by_oom = False  # the plan has room for both from here on
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
-    job = job | {"role": "candidate", "memory": memory, "handoff_dir": str(handoff)}
-    cleanup.callback(candidate.close)
-    ask = _Asker(candidate, result)
-    ask.send(lambda: candidate.assign(job, source, "build"))
+    ask({"cmd": "plan", "memory": memory, "handoff_dir": str(handoff)}, "planned", "build")
     plan = trial_plan(options.seed, options.trials)
     evidence = {}
     for i, shape in enumerate(shapes):
-        ask({"cmd": "build", "shape": i}, "built", "build")
+        if i:
+            ask({"cmd": "build", "shape": i}, "built", "build")
         outputs = ask({"cmd": "trials", "shape": i}, "outputs", "correctness")
         if not isinstance(outputs.meta.get("modified_inputs"), dict):
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         evidence = outputs.meta.get("evidence") or {}
-        meta = _ready(reference, result)
+        meta = _waited(lambda: reference.ready, reference, result, together)
         checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
         _remove(handoff, f"s{i}-trial*")
         if not verdicts.check_shape(
@@ -175,12 +199,20 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
     return verdicts.summarize(result, options)
 
 
-def _ready(reference, result: EvalResult) -> dict:
-    """The reference's outputs computed (it began as the candidate did); the wait counts as the reference's stage."""
+def _waited(get, reference, result: EvalResult, together: bool):
+    """The reference's plan or outputs (it began as the candidate did); the wait counts as the reference's stage.
+
+    Its running out of device memory while the candidate built beside it is Contended, not the machine's failure.
+    """
     waited = time.perf_counter()
-    meta = reference.ready
-    result.stages["reference"] += time.perf_counter() - waited
-    return meta
+    try:
+        return get()
+    except ReferenceOutOfMemory:
+        if together:
+            raise Contended() from None
+        raise
+    finally:
+        result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
 
 
 def _timed(ask, shape: int, device: str, options: EvalOptions, memory: dict, reference_timing):
@@ -198,8 +230,11 @@ def _timed(ask, shape: int, device: str, options: EvalOptions, memory: dict, ref
 class _Asker:
     """The candidate's reply to one command, or Stopped with the finished verdict."""
 
-    def __init__(self, candidate: Worker, result: EvalResult):
+    def __init__(self, candidate: Worker, result: EvalResult, contended_by_oom: bool = False):
         self.candidate, self.result = candidate, result
+        # While the reference may still be planning beside it, the candidate running out of device memory is
+        # Contended, not its own failure.
+        self.contended_by_oom = contended_by_oom
 
     def __call__(self, command: dict, event: str, stage: str) -> Reply:
         return self.send(lambda: self.candidate.call(command, event, stage))
@@ -213,6 +248,9 @@ class _Asker:
             raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":
+            if self.contended_by_oom and reply.meta.get("out_of_memory"):
+                candidate.kill()
+                raise Contended()
             raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
         return reply
 

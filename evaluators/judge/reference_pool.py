@@ -21,13 +21,14 @@ from evaluators.judge.process import Reply, WorkerFailure
 from evaluators.judge.reference_cache import CHECK_REPS, ReferenceCache, agrees
 from evaluators.judge.timing_plan import ShapeTiming, timing_commands
 from evaluators.judge.toolchain import device_kind, toolchain_key
+from evaluators.worker.memory import RESERVE_BYTES
 from kernels.problem import Problem, ProblemError, Shape
 
 # The options that change what the reference computes or how it is timed.
 REFERENCE_OPTIONS = {
     "seed", "trials", "atol", "rtol", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps",
     "max_result_mb", "retained", "strict", "cache_dir", "pid_namespace", "timeout_s", "compile_baseline",
-    "reference_cache",
+    "reference_cache", "pin_timing",
 }  # fmt: skip
 
 
@@ -35,11 +36,21 @@ class EnvironmentFailure(RuntimeError):
     """The machine, not the problem or the candidate, failed the evaluation (e.g. the reference ran out of memory)."""
 
 
+class ReferenceOutOfMemory(EnvironmentFailure):
+    """The reference ran out of device memory: the machine's failure, unless a candidate was building beside it."""
+
+
+# A candidate builds beside the reference's sizing and outputs only where this many input sets, and the reserve,
+# fit in the free memory: each process's first call holds its inputs, outputs and temporaries at once.
+OVERLAP_INPUT_SETS = 8
+
+
 class ReferenceWorker:
     """One warm reference process; requests are serialized, its timings kept per shape and repetition plan.
 
-    It answers its job with the memory plan first, so the candidate can be given its job and start building
-    while the reference computes its outputs (`ready` waits for those).
+    It answers its job at once with the device's free memory, read before it allocates, and then plans memory and
+    computes its outputs in the background (`memory` and `ready` wait for those), so a candidate can build
+    meanwhile where `overlap` says the device has the room.
     """
 
     def __init__(self, problem: Problem, shapes: list[Shape], device: str, options: EvalOptions, job: dict):
@@ -52,20 +63,37 @@ class ReferenceWorker:
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
         self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
         with self.lock:
-            planned = self._checked(lambda: self.worker.assign(job, None, "reference"))
-        self.memory = planned.meta["memory"]
-        if job["sizes"] is None and self.memory.get("sizes"):
-            self.cache.store(sizes=self.memory["sizes"])
+            self.started = self._checked(lambda: self.worker.assign(job, None, "reference")).meta
+        self._memory: Future = Future()
         self._ready: Future = Future()
-        if not self.memory["fits"]:
-            self._ready.set_result({"memory": self.memory})
-            return
-        threading.Thread(target=self._expect, daemon=True, name="reference-outputs").start()
+        threading.Thread(target=self._prepare, args=(job["sizes"] is None,), daemon=True, name="reference").start()
 
-    def _expect(self) -> None:
+    @property
+    def overlap(self) -> bool:
+        """Whether a candidate may build while this reference plans and computes its outputs."""
+        if self._ready.done() or device_kind(self.device) == "cpu":
+            return True
+        facts = self.started
+        if not isinstance(facts.get("input_bytes"), int) or not isinstance(facts.get("free_bytes"), int):
+            return False
+        return OVERLAP_INPUT_SETS * facts["input_bytes"] + RESERVE_BYTES <= facts["free_bytes"]
+
+    def _prepare(self, store_sizes: bool) -> None:
+        try:
+            memory = self.request({"cmd": "plan"}, "planned", "reference").meta["memory"]
+        except BaseException as exc:  # raised again to whoever waits on `memory` or `ready`
+            self._memory.set_exception(exc)
+            self._ready.set_exception(exc)
+            return
+        if store_sizes and memory.get("sizes"):
+            self.cache.store(sizes=memory["sizes"])
+        self._memory.set_result(memory)
+        if not memory["fits"]:
+            self._ready.set_result({"memory": memory})
+            return
         try:
             meta = self.request({"cmd": "expect"}, "ready", "reference").meta
-            if self.sizes_from_cache and self.memory.get("sizes") != meta["sizes"]:
+            if self.sizes_from_cache and memory.get("sizes") != meta["sizes"]:
                 # Sizes from the cache that real tensors contradict: an entry made stale or written by someone else.
                 self.cache.store(sizes=meta["sizes"])
                 self.worker.kill()
@@ -73,9 +101,14 @@ class ReferenceWorker:
                     "the reference cache held wrong input/output sizes for this problem; they are corrected on disk, "
                     "evaluate again (or pass --no-cache)"
                 )
-            self._ready.set_result(meta | {"memory": self.memory})
-        except BaseException as exc:  # raised again to whoever waits on `ready`
+            self._ready.set_result(meta | {"memory": memory})
+        except BaseException as exc:
             self._ready.set_exception(exc)
+
+    @property
+    def memory(self) -> dict:
+        """The memory plan, once made. Raises what planning raised (EnvironmentFailure, ProblemError)."""
+        return self._memory.result()
 
     @property
     def ready(self) -> dict:
@@ -99,7 +132,7 @@ class ReferenceWorker:
             meta = got.meta
             first = meta["message"].splitlines()[0]
             if meta.get("out_of_memory"):
-                raise EnvironmentFailure(f"the reference ran out of device memory in {meta['stage']}: {first}")
+                raise ReferenceOutOfMemory(f"the reference ran out of device memory in {meta['stage']}: {first}")
             raise ProblemError(f"the reference failed in {meta['stage']}: {first}")
         return got
 
@@ -114,29 +147,30 @@ class ReferenceWorker:
         `again` measures it anew (a candidate's timing was disputed: the parent's clock gets a second opinion).
         Repetitions an earlier process kept on disk stand in for a full run once a short live one agrees.
         """
+        memory = self.memory  # before the lock: planning takes it
         with self.lock:
             key = (shape, strict)
             if again or key not in self.timings:
-                self.timings[key] = self._measured(shape, strict, again)
+                self.timings[key] = self._measured(shape, strict, again, memory)
             return self.timings[key]
 
-    def _measured(self, shape: int, strict: bool, again: bool) -> ShapeTiming:
+    def _measured(self, shape: int, strict: bool, again: bool, memory: dict) -> ShapeTiming:
         def call(command, event):
             return self._checked(lambda: self.worker.call(command, event, _stage(command)))
 
         options = self.options
         use_cache = not (strict or again or options.compile_baseline)
-        cached = self.cache.baseline(shape, self.memory) if use_cache else None
+        cached = self.cache.baseline(shape, memory) if use_cache else None
         if cached is not None:
             # Timed live all the same, briefly: the calibration and the probe are always this run's own.
             short = options.model_copy(update={"max_reps": min(options.max_reps, CHECK_REPS)})
-            timing = timing_commands(call, shape, self.device, short, self.memory, strict)
+            timing = timing_commands(call, shape, self.device, short, memory, strict)
             if agrees(cached, timing.facts["times_ms"]):
                 timing.baseline_times_ms = cached
                 return timing
-        timing = timing_commands(call, shape, self.device, options, self.memory, strict)
+        timing = timing_commands(call, shape, self.device, options, memory, strict)
         if use_cache:
-            self.cache.store(shape=shape, times_ms=timing.facts["times_ms"], plan=self.memory)
+            self.cache.store(shape=shape, times_ms=timing.facts["times_ms"], plan=memory)
         return timing
 
     @property
@@ -199,6 +233,14 @@ def _gpu(device: str) -> str:
     return f"{device}:0" if device == "cuda" else device
 
 
+def discard(reference: ReferenceWorker) -> None:
+    """End `reference` and forget it: the next evaluation of its problem starts another."""
+    with _pool_lock:
+        for key in [k for k, warm in _pool.items() if warm is reference]:
+            del _pool[key]
+    reference.close()
+
+
 def release(reference: ReferenceWorker) -> None:
     """One evaluation is done with `reference`; it stays warm for the next candidate of its problem."""
     with _pool_lock:
@@ -209,6 +251,8 @@ def release(reference: ReferenceWorker) -> None:
 def close_all() -> None:
     """End every warm reference (at exit, and in tests that want a cold start)."""
     with _pool_lock:
+        for reference in _pool.values():
+            reference.worker.stop()  # all at once: each takes a moment to give its GPU context back
         for reference in _pool.values():
             reference.close()
         _pool.clear()

@@ -19,11 +19,12 @@ from evaluators.worker.trial_seeds import trial_plan
 
 
 def serve_candidate(session: Session) -> None:
-    """Import the candidate, then answer: build, trials, release, warm, time, hand_over, probe per shape."""
+    """Import the candidate, then answer: build, plan, trials, release, warm, time, hand_over, probe per shape.
+
+    The first build may come before the reference has planned device memory; "plan" brings the plan and the
+    directory outputs are handed over in, before any command that needs them.
+    """
     job, runtime, device = session.job, session.runtime, session.device
-    memory = job["memory"]
-    handoff = Path(job["handoff_dir"])
-    trials_on_device = device == "cuda" and memory["handoff_on_device"]
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     evidence.install()
     spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
@@ -42,8 +43,12 @@ def serve_candidate(session: Session) -> None:
                     models[i](*runtime.inputs(plan[0][0], plan[0][1]))  # Triton compiles (and autotunes) here
                 session.clocks.sync()
             session.reply("built", {})
+        elif cmd == "plan":
+            job["memory"], handoff = command["memory"], Path(command["handoff_dir"])
+            session.reply("planned", {})
         elif cmd == "trials":
-            changed = run_trials(session, models[i], i, plan, handoff, trials_on_device)
+            on_device = device == "cuda" and job["memory"]["handoff_on_device"]
+            changed = run_trials(session, models[i], i, plan, handoff, on_device)
             session.reply("outputs", {"modified_inputs": changed, "evidence": evidence.seen()})
         elif cmd == "release":  # commands() has dropped the held outputs and emptied their pool
             session.reply("released", {})
@@ -54,7 +59,7 @@ def serve_candidate(session: Session) -> None:
             facts, held = session.time(models[i], command)
             session.reply("timing", facts)
         elif cmd == "hand_over":
-            on_device = device == "cuda" and memory["retained_on_device"]
+            on_device = device == "cuda" and job["memory"]["retained_on_device"]
             for rep in command["reps"]:
                 session.hand_over(output_path(handoff, i, "rep", rep), held[rep], on_device)
             held = {}

@@ -83,15 +83,36 @@ def shape_sizes(session: Session, shape: Shape, free_bytes: int, build=None) -> 
     return sizes
 
 
-def plan_for(session: Session, models: ReferenceModels) -> dict:
-    """The memory plan for every shape, before the reference keeps anything.
+def first_facts(session: Session) -> dict:
+    """What the parent needs before the candidate may allocate beside this process: free memory and input sizes.
 
-    The job carries the shapes' sizes when the parent had them cached; the device's free memory is always read now.
+    Read before the reference allocates anything, so the plan made from it owes nothing to what a candidate
+    building at the same time holds. Input bytes come from inputs drawn on the meta device (None if one cannot be).
+    """
+    if session.device != "cuda":
+        return {"free_bytes": 0, "total_bytes": 0, "input_bytes": 0}
+    free, total = torch.cuda.mem_get_info()
+    largest = 0
+    for shape in session.shapes:
+        session.runtime.use_shape(shape)
+        try:
+            largest = max(largest, _nbytes(session.runtime.inputs(0, "normal", device="meta")))
+        except Exception:  # a generator that cannot draw on meta: the parent assumes the worst
+            largest = None
+            break
+    return {"free_bytes": free, "total_bytes": total, "input_bytes": largest}
+
+
+def plan_for(session: Session, models: ReferenceModels, free: int, total: int) -> dict:
+    """The memory plan for every shape from the free memory read at the start (first_facts).
+
+    The job carries the shapes' sizes when the parent had them cached. What this process itself keeps after sizing
+    (the model, library workspaces in its allocator) is taken from that figure; a first call that ran out of memory
+    says so (`out_of_memory`), since a candidate building beside it may have been the cause.
     """
     job = session.job
     if session.device != "cuda":
         return unbounded_plan(job["retained"]).to_json()
-    free, total = torch.cuda.mem_get_info()
     if job.get("sizes"):
         sizes = [ShapeSizes(**s) for s in job["sizes"]]
     else:
@@ -101,8 +122,8 @@ def plan_for(session: Session, models: ReferenceModels) -> dict:
                 session.runtime.use_shape(shape)
                 sizes.append(shape_sizes(session, shape, free, lambda i=i: models.at(i)))
         except NoRoom as no_room:
-            return MemoryPlan(False, str(no_room), free, total).to_json()
-        free, total = torch.cuda.mem_get_info()
+            return MemoryPlan(False, str(no_room), free, total).to_json() | {"out_of_memory": True}
+    free -= torch.cuda.memory_reserved()
     plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], job["retained"])
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 
@@ -139,23 +160,25 @@ def expected_outputs(session: Session, memory: dict, models: ReferenceModels) ->
 
 
 def serve_reference(session: Session) -> None:
-    """Plan memory and answer with the plan; on "expect", keep the reference's outputs; then answer commands.
+    """Answer the job with first_facts, "plan" with the memory plan, "expect" once its outputs are kept; then serve.
 
-    The plan comes first so the candidate can start building while the reference computes its outputs.
+    The candidate may build while the reference plans and computes its outputs: the parent lets it where the inputs
+    leave the device room for both (judge/reference_pool.py).
     """
     job, runtime, device = session.job, session.runtime, session.device
     models = ReferenceModels(session)
-    memory = plan_for(session, models)
+    facts = first_facts(session)
+    session.reply("started", facts)
+    commands = session.commands()
+    if not _next_is(commands, "plan"):
+        return
+    memory = plan_for(session, models, facts["free_bytes"], facts["total_bytes"])
     job["memory"] = memory
     session.reply("planned", {"memory": memory})
     if not memory["fits"]:
         return
-    commands = session.commands()
-    command = next(commands, None)
-    if command is None:
+    if not _next_is(commands, "expect"):
         return
-    if command["cmd"] != "expect":
-        raise RuntimeError(f"expected the 'expect' command first, got {command['cmd']!r}")
     expected, meta = expected_outputs(session, memory, models)
     session.reply("ready", meta)
     plan = trial_plan(job["seed"], job["trials"])
@@ -189,6 +212,14 @@ def serve_reference(session: Session) -> None:
             session.reply("comparison", check_reps(session, model, command, directory, atol, rtol, memory))
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
+
+
+def _next_is(commands, name: str) -> bool:
+    """Whether the parent's next command came (False: it closed the pipe); one other than `name` is an error."""
+    command = next(commands, None)
+    if command is not None and command["cmd"] != name:
+        raise RuntimeError(f"expected the {name!r} command, got {command['cmd']!r}")
+    return command is not None
 
 
 def compiled_baseline(session: Session, model, command: dict) -> dict:

@@ -1,0 +1,123 @@
+"""The candidate builds while a new reference plans; device memory that runs out meanwhile is nobody's verdict.
+
+On the CPU the two always overlap, so a worker raising torch.OutOfMemoryError stands in for a GPU filled by the other.
+"""
+
+import os
+
+import pytest
+
+from evaluators import EvalOptions, evaluate
+from evaluators.judge import reference_pool
+from evaluators.judge.reference_pool import OVERLAP_INPUT_SETS, ReferenceWorker
+from evaluators.worker.memory import GIB, RESERVE_BYTES
+from evaluators.worker.timing_cpu import parse_cpulist, pinned, timing_cpu
+from tests.evaluators.conftest import PROBLEM, candidate
+
+# Raises out of memory while building the first `times` times it is built (a file counts them), then is honest.
+OOM_AT_BUILD = """
+from pathlib import Path
+
+COUNT = Path({count!r})
+
+
+class ModelNew(ModelNew):
+    def __init__(self, n):
+        built = int(COUNT.read_text()) if COUNT.exists() else 0
+        COUNT.write_text(str(built + 1))
+        if built < {times}:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
+        super().__init__(n)
+"""
+
+
+@pytest.fixture
+def options(tmp_path):
+    reference_pool.close_all()  # a new reference: the evaluation overlaps its planning
+    yield EvalOptions(timing=False, timeout_s=20, cache_dir=tmp_path / "cache")
+    reference_pool.close_all()
+
+
+def _oom_candidate(tmp_path, times: int) -> tuple[str, object]:
+    count = tmp_path / "builds"
+    return candidate("torch_only") + OOM_AT_BUILD.format(count=str(count), times=times), count
+
+
+def test_out_of_memory_while_building_beside_the_reference_is_tried_again_alone(tmp_path, options):
+    source, count = _oom_candidate(tmp_path, times=1)
+    result = evaluate(str(PROBLEM), source, "cpu", options)
+    assert result.status == "correct", result.message
+    assert count.read_text() == "2"
+
+
+def test_out_of_memory_alone_is_the_candidates_own_verdict(tmp_path, options):
+    source, count = _oom_candidate(tmp_path, times=5)
+    result = evaluate(str(PROBLEM), source, "cpu", options)
+    assert result.status == "runtime_error"
+    assert "out of memory" in result.message
+    assert count.read_text() == "2"  # once beside the reference, once alone: never more
+
+
+def test_the_reference_running_out_of_memory_beside_a_candidate_starts_both_again(tmp_path, options):
+    # The problem's reference runs out of memory on its first call in the first process that calls it.
+    marker = tmp_path / "reference_oomed"
+    problem = tmp_path / "scale_shift_oom_once.py"
+    problem.write_text(
+        PROBLEM.read_text()
+        + f"""
+
+_forward = Model.forward
+
+
+def _forward_once_out_of_memory(self, x):
+    from pathlib import Path
+    marker = Path({str(marker)!r})
+    if not marker.exists():
+        marker.write_text("1")
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
+    return _forward(self, x)
+
+
+Model.forward = _forward_once_out_of_memory
+"""
+    )
+    result = evaluate(str(problem), candidate("torch_only"), "cpu", options)
+    assert result.status == "correct", result.message
+    assert marker.exists()
+
+
+class _Started:
+    """A ReferenceWorker's view of its process's first answer, without a process."""
+
+    overlap = ReferenceWorker.overlap
+
+    def __init__(self, facts: dict):
+        self.started, self.device = facts, "cuda"
+        self._ready = type("NotDone", (), {"done": staticmethod(lambda: False)})()
+
+
+def test_a_candidate_builds_beside_the_reference_only_where_the_inputs_leave_room_for_both():
+    free = 76 * GIB
+    room = (free - RESERVE_BYTES) // OVERLAP_INPUT_SETS
+    assert _Started({"free_bytes": free, "total_bytes": 80 * GIB, "input_bytes": room}).overlap
+    assert not _Started({"free_bytes": free, "total_bytes": 80 * GIB, "input_bytes": room + 1}).overlap
+    # Inputs that cannot be drawn on the meta device are of unknown size: one after the other.
+    assert not _Started({"free_bytes": free, "total_bytes": 80 * GIB, "input_bytes": None}).overlap
+
+
+def test_cpu_lists_parse():
+    assert parse_cpulist("0-3,8,10-11\n".strip()) == {0, 1, 2, 3, 8, 10, 11}
+    assert parse_cpulist("5") == {5}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_the_timing_core_is_one_this_process_may_use_and_the_pin_is_undone():
+    before = os.sched_getaffinity(0)
+    cpu = timing_cpu("cpu")
+    if len(before) < 2:
+        assert cpu is None
+        return
+    assert cpu in before and cpu == timing_cpu("cpu")  # the same core for every worker
+    with pinned(cpu):
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == before
