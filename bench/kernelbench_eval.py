@@ -2,15 +2,17 @@
 
 `python bench/kernelbench_eval.py --kernelbench PATH NAMES... [--runs 3] [--harness] [--old TREE] [--out DIR]`:
 PATH is a KernelBench checkout (no KernelBench file is copied into this repository); NAMES are files under
-`KernelBench/`, such as `level1/19_ReLU.py`. Each problem's reference is its own candidate. Per problem:
-- our CLI, each run a fresh process: the first with an empty cache directory (cold: nothing kept on disk), the
-  rest with the reference's sizes and timings that run left there. Wall time of the whole process, its stages,
-  and per benchmark shape the candidate's median over the reference's (the reference timed against itself);
-- with --old, the CLI of another checkout (an earlier commit) once, cold, in the same run;
-- with --harness, KernelBench's `eval_kernel_against_ref` (5 correctness trials, 100 timed runs a side, as its
-  scripts use it) in a fresh process: the process's wall time, and the time inside the call alone;
+`KernelBench/`, such as `level1/19_ReLU.py`. Each problem's reference is its own candidate. First, once, both
+harnesses run untimed on the first problem, so neither pays for reading torch from a cold disk. Then per problem:
+- `--runs` cold runs of our CLI, each a fresh process with an empty cache directory (nothing kept on disk), and,
+  with --harness, as many runs of KernelBench's `eval_kernel_against_ref` (5 correctness trials, 100 timed runs a
+  side, as its scripts use it) in fresh processes, the two alternating which goes first;
+- one cached run of our CLI, with what the last cold run left on disk;
+- with --old, the CLI of another checkout (an earlier commit) once, cold;
 - `triton.testing.do_bench`'s median of the reference, in a fresh process.
-Prints a Markdown table; writes kernelbench_eval.json.
+Ours: the process's wall time, its stages, and per benchmark shape the candidate's median over the reference's (the
+reference timed against itself). KernelBench: the process's wall time and the call's alone. Prints a Markdown table
+(medians over the runs, and in how many pairs ours was faster); writes kernelbench_eval.json.
 """
 
 from __future__ import annotations
@@ -126,38 +128,66 @@ def do_bench(problem: Path) -> float | None:
 def bench_one(path: Path, args, scratch: Path) -> dict:
     candidate = scratch / f"candidate_{path.stem}.py"
     candidate.write_text(alias_candidate(path.read_text()))
-    row: dict = {"problem": f"{path.parent.name}/{path.name}"}
-    cache_dir = Path(tempfile.mkdtemp(dir=scratch))
-    row["runs"] = [our_cli(ROOT, path, candidate, cache_dir) for _ in range(args.runs)]
+    row: dict = {"problem": f"{path.parent.name}/{path.name}", "runs": [], "harness": []}
+    for i in range(args.runs):
+        cache_dir = Path(tempfile.mkdtemp(dir=scratch))
+        for side in ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours"):
+            if side == "ours":
+                row["runs"].append(our_cli(ROOT, path, candidate, cache_dir))
+            elif args.harness:
+                row["harness"].append(harness(args.kernelbench, path, candidate))
+    row["cached"] = our_cli(ROOT, path, candidate, cache_dir)
     if args.old:
         row["old"] = our_cli(args.old, path, candidate, Path(tempfile.mkdtemp(dir=scratch)))
-    if args.harness:
-        row["harness"] = harness(args.kernelbench, path, candidate)
     row["do_bench_ms"] = do_bench(path)
     return row
 
 
+def warm_disk(path: Path, args, scratch: Path) -> None:
+    """Both harnesses once, untimed: the first process on a fresh machine reads torch from a cold disk."""
+    candidate = scratch / "warm_candidate.py"
+    candidate.write_text(alias_candidate(path.read_text()))
+    our_cli(ROOT, path, candidate, Path(tempfile.mkdtemp(dir=scratch)))
+    if args.harness:
+        harness(args.kernelbench, path, candidate)
+
+
 def table(rows: list[dict]) -> str:
     head = (
-        "| problem | verdict | ours cold s | ours cached s | earlier commit cold s | KB process s | KB call s "
-        "| cold / KB process | self-timing, worst shape of all runs | ref median ms | do_bench ms | KB ref mean ms |"
+        "| problem | verdict | ours cold s | KB process s | cold / KB | ours faster | ours cached s | KB call s "
+        "| earlier commit cold s | self-timing, worst shape of all runs | ref median ms | do_bench ms "
+        "| KB ref mean ms |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
-        runs, h, old = r["runs"], r.get("harness", {}), r.get("old", {})
-        cold = runs[0]
-        cached = statistics.median(x["wall_s"] for x in runs[1:]) if len(runs) > 1 else None
+        runs, kb, old = r["runs"], r["harness"], r.get("old", {})
+        cold = _median([x["wall_s"] for x in runs])
+        process = _median([h["process_s"] for h in kb if "process_s" in h])
+        pairs = list(zip([x["wall_s"] for x in runs], [h.get("process_s") for h in kb], strict=False))
+        faster = f"{sum(o < k for o, k in pairs if k)} of {len(pairs)}" if pairs else "-"
         ratios = [q for x in runs for q in x.get("self_ratios", [])]
         worst = max(ratios, key=lambda q: abs(q - 1)) if ratios else None
-        verdicts = "/".join(sorted({x.get("status", "error") for x in runs}))
+        verdicts = "/".join(sorted({x.get("status", "error") for x in [*runs, r["cached"]]}))
         cells = [
-            r["problem"], verdicts, _f(cold["wall_s"]), _f(cached), _f(old.get("wall_s")), _f(h.get("process_s")),
-            _f(h.get("call_s")), _f(cold["wall_s"] / h["process_s"] if h.get("process_s") else None),
-            f"{(worst - 1) * 100:+.1f} %" if worst else "-", _f(cold.get("baseline_ms")), _f(r.get("do_bench_ms")),
-            _f(h.get("ref_runtime_ms")),
+            r["problem"], verdicts, _spread([x["wall_s"] for x in runs]),
+            _spread([h["process_s"] for h in kb if "process_s" in h]), _f(cold / process if process else None),
+            faster, _f(r["cached"]["wall_s"]), _f(_median([h["call_s"] for h in kb if "call_s" in h])),
+            _f(old.get("wall_s")), f"{(worst - 1) * 100:+.1f} %" if worst else "-", _f(runs[0].get("baseline_ms")),
+            _f(r.get("do_bench_ms")), _f(_median([h["ref_runtime_ms"] for h in kb if h.get("ref_runtime_ms")])),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _spread(values: list[float]) -> str:
+    """The median, and the range where there are several."""
+    if len(values) < 2:
+        return _f(_median(values))
+    return f"{_f(statistics.median(values))} ({_f(min(values))}-{_f(max(values))})"
 
 
 def main() -> None:
@@ -165,7 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", type=Path, required=True, help="a KernelBench checkout")
     parser.add_argument("names", nargs="+", help="files under KernelBench/, e.g. level1/19_ReLU.py")
-    parser.add_argument("--runs", type=int, default=3, help="fresh CLI processes per problem, the first cold")
+    parser.add_argument("--runs", type=int, default=3, help="cold runs of each harness per problem")
     parser.add_argument("--harness", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
     parser.add_argument("--old", type=Path, help="another checkout whose CLI runs once, cold, for comparison")
     parser.add_argument("--out", type=Path, default=Path("."))
@@ -173,6 +203,7 @@ def main() -> None:
     args.kernelbench, args.old = args.kernelbench.resolve(), args.old.resolve() if args.old else None
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
+        warm_disk(args.kernelbench / "KernelBench" / args.names[0], args, Path(scratch))
         for name in args.names:
             rows.append(bench_one(args.kernelbench / "KernelBench" / name, args, Path(scratch)))
             print(json.dumps(rows[-1]), flush=True)

@@ -1,7 +1,8 @@
 """Each problem's reference judged as its own candidate, per benchmark shape, in three passes.
 
 `python bench/reference_against_itself.py PROBLEM... [--out DIR] [--root TREE]` on a GPU (bundled names or problem
-files; --root runs another checkout's evaluator, an earlier commit, with this script). Pass 1
+files; --root runs another checkout's evaluator, an earlier commit, with this script; --no-pin leaves the timing
+threads to the scheduler, as before the timing core). Pass 1
 is every problem's first evaluation in this process, pass 2 reuses the warm references (their timings cached) where
 they are still warm, pass 3 starts after every warm reference is closed. Prints, per evaluation, the speedup and each
 benchmark shape's reference/candidate medians (ms); writes reference_against_itself.jsonl. Every speedup should be
@@ -31,7 +32,9 @@ def main() -> None:
     parser.add_argument("problems", nargs="+")
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--root", type=Path, help="the checkout whose evaluator runs (default: this one)")
+    parser.add_argument("--no-pin", action="store_true", help="leave the timing threads to the scheduler")
     args = parser.parse_args()
+    options = EvalOptions(pin_timing=False) if args.no_pin else EvalOptions()
     ratios, disputed = [], 0
     problems = [load_problem(spec) for spec in args.problems]
     with (args.out / "reference_against_itself.jsonl").open("w") as log:
@@ -40,7 +43,7 @@ def main() -> None:
                 reference_pool.close_all()
             for problem in problems:
                 started = time.perf_counter()
-                result = evaluate(problem, alias_candidate(problem.path.read_text()), "cuda", EvalOptions())
+                result = evaluate(problem, alias_candidate(problem.path.read_text()), "cuda", options)
                 timed = [s for s in result.shapes if s.runtime_ms]
                 shapes = [[s.name, s.baseline_ms, s.runtime_ms, s.spread, s.reps] for s in timed]
                 flags = [f.code for f in result.flags]
@@ -49,6 +52,7 @@ def main() -> None:
                 ratios += [s[2] / s[1] for s in shapes]
                 disputed += "timing_disputed" in flags
                 log.write(json.dumps(row) + "\n")
+                log.flush()
                 medians = " ".join(f"{s[1]:.4g}/{s[2]:.4g}" for s in shapes)
                 print(run, problem.name[:40], result.status, f"{result.speedup or 0:.3f}", medians, flags, flush=True)
     off = [r for r in ratios if abs(r - 1) > 0.02]

@@ -25,6 +25,8 @@ def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str)
 
     For `cuda:N` the worker sees GPU N alone, as its `cuda`.
     """
+    # PYTHONDONTWRITEBYTECODE is not passed on: where torch was installed without its .pyc files (images built
+    # with it set), every worker compiled torch's sources again as it started.
     env = {k: v for k, v in os.environ.items() if k in PASSED_ENV and not SECRET_NAME.search(k)}
     paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     build_dir = options.cache_dir / "builds" / toolchain
@@ -32,7 +34,6 @@ def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str)
         "HOME": str(scratch),
         "TMPDIR": str(scratch),
         "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
-        "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "HF_HUB_OFFLINE": "1",
         "TRITON_CACHE_DIR": str(build_dir / "triton"),

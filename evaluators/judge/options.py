@@ -35,6 +35,9 @@ class EvalOptions(BaseModel):
     min_reps: int = Field(20, ge=3)
     max_reps: int = Field(500, ge=3)
     cpu_reps: int = Field(3, ge=1, description="repetitions under Triton's interpreter (slow; labelled so)")
+    pin_timing: bool = Field(
+        True, description="time the reference and the candidate on one CPU core next to the GPU (equal launch speed)"
+    )
     flush_mb: int = Field(512, description="cache-flush buffer; twice MI300X's 256 MB Infinity Cache")
     timeout_s: float = Field(120.0, gt=0, description="limit of each stage: startup, correctness, timing")
     build_timeout_s: float = Field(600.0, gt=0, description="limit of the build stage (autotuning, nvcc)")

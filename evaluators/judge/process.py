@@ -216,13 +216,18 @@ class Worker:
             pass
 
     def kill(self) -> None:
-        """Kill the worker's whole process group."""
+        """Kill the worker's whole process group and wait for it to go."""
         if self.proc.poll() is None:
+            self.stop()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        """Send the worker's whole process group SIGKILL, without waiting (several can then go at once)."""
+        if self.proc.poll() is None:  # not reaped: its pid is still its own
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait()
 
     def close(self) -> None:
         """Kill what is left and remove the scratch directory."""

@@ -41,7 +41,7 @@ CHECK_REPS = 10
 # The options that change what the reference's timing measures (the tolerances change only comparisons).
 TIMED_OPTIONS = {
     "seed", "trials", "flush_mb", "warmup_ms", "rep_ms", "min_reps", "max_reps", "cpu_reps", "retained",
-    "compile_baseline",
+    "compile_baseline", "pin_timing",
 }  # fmt: skip
 _CODE = Path(__file__).resolve().parents[1]
 # The code a timing depends on: the worker's harness, the parent's timing plan, and how problems draw inputs.

@@ -95,8 +95,10 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
 def close_all() -> None:
     """End every waiting spare (their control pipe closes and they exit)."""
     with _lock:
-        for queue in _spares.values():
-            for spare in queue:
-                spare.close()
+        waiting = [spare for queue in _spares.values() for spare in queue]
+        for spare in waiting:
+            spare.stop()  # all at once, then each waited for
+        for spare in waiting:
+            spare.close()
         _spares.clear()
         _claims.clear()

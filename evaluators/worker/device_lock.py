@@ -1,7 +1,8 @@
 """The device's timing lock: one process times on a GPU at a time, across every process of this machine.
 
 The parent holds it around the timing commands it sends (so its clock around a command never includes a wait for
-the lock); a starting worker holds it while it opens its CUDA context; the profiler while it replays kernels.
+the lock); the profiler while it replays kernels. A starting worker holds it shared while it opens its CUDA context:
+contexts open side by side, never while someone times.
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ class LockTimeout(RuntimeError):
 
 
 @contextmanager
-def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None):
-    """Serialize timing per device across processes (flock: released even if the holder is killed)."""
+def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None, shared: bool = False):
+    """Serialize timing per device across processes (flock: released even if the holder is killed).
+
+    `shared` holders exclude only exclusive ones: two workers opening their contexts do not wait for each other.
+    """
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     path = cache_dir / "locks" / f"{device_key}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         if timeout_s is None:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            fcntl.flock(handle, mode)
         else:
             deadline = time.monotonic() + timeout_s
             while True:
                 try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(handle, mode | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
                     if time.monotonic() > deadline:

@@ -73,7 +73,7 @@ def main(argv: list[str]) -> None:
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
         # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
-        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda")):
+        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
             torch.empty(1, device="cuda")
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening

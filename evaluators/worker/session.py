@@ -10,6 +10,7 @@ from evaluators.worker import timing
 from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 from evaluators.worker.handoff import write_outputs
 from evaluators.worker.replies import Replies
+from evaluators.worker.timing_cpu import pinned, timing_cpu
 from kernels.problem import Shape, load_problem
 from kernels.runtime import problem_runtime
 
@@ -26,6 +27,7 @@ class Session:
         self.shapes = [Shape.from_json(s) for s in job["shapes"]]
         self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
+        self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -58,14 +60,14 @@ class Session:
         """Device work left running after the timed stream's end event (cuda only)."""
         if self.device != "cuda":
             return 0.0
-        with torch.no_grad():
+        with torch.no_grad(), pinned(self.timing_cpu):
             return timing.side_stream_ms(
                 lambda args: model(*args), self.inputs_at(seed), self.clocks, self.job["flush_mb"]
             )
 
     def warm(self, model, command: dict) -> None:
         """The parent's warm-up: `calls` calls before any timing."""
-        with torch.no_grad():
+        with torch.no_grad(), pinned(self.timing_cpu):
             timing.warm_up(lambda args: model(*args), self.inputs_at, self.clocks, command["calls"], command["seed"])
 
     def time(self, model, command: dict) -> tuple[dict, dict]:
@@ -80,7 +82,7 @@ class Session:
             timing_sets=memory["timing_sets"],
             held_device=self.device if memory["retained_on_device"] else "cpu",
         )
-        with torch.no_grad():
+        with torch.no_grad(), pinned(self.timing_cpu):
             facts, held = timing.time_reps(
                 lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating
             )

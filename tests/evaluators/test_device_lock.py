@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from evaluators.judge.environment import visible_device_env
+from evaluators.worker.device_lock import LockTimeout, device_lock
 
 HOLD = """
 import sys
@@ -53,6 +54,19 @@ def test_a_gpu_locked_by_one_process_is_locked_for_every_other(tmp_path):
         assert lock_is_free(tmp_path, "cuda-GPU-aaaa")
     finally:
         holder.kill()
+
+
+def test_contexts_open_side_by_side_but_never_while_someone_times(tmp_path):
+    with device_lock(tmp_path, "cuda-GPU-aaaa", shared=True):
+        with device_lock(tmp_path, "cuda-GPU-aaaa", timeout_s=1, shared=True):
+            pass  # a second worker opening its context does not wait for the first
+        with pytest.raises(LockTimeout):
+            with device_lock(tmp_path, "cuda-GPU-aaaa", timeout_s=0.2):
+                pass  # a timing waits for every context being opened
+    with device_lock(tmp_path, "cuda-GPU-aaaa"):
+        with pytest.raises(LockTimeout):
+            with device_lock(tmp_path, "cuda-GPU-aaaa", timeout_s=0.2, shared=True):
+                pass  # and a context waits for the timing
 
 
 @pytest.mark.gpu
