@@ -136,7 +136,6 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         if together and memory.get("out_of_memory"):
             raise Contended()
         return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
-    ask.contended_by_oom = False  # the plan has room for both from here on
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
@@ -151,6 +150,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         evidence = outputs.meta.get("evidence") or {}
         meta = _waited(lambda: reference.ready, reference, result, together)
+        ask.contended_by_oom = False  # the reference is done: from here the plan's room is the candidate's
         checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
         _remove(handoff, f"s{i}-trial*")
         if not verdicts.check_shape(

@@ -70,8 +70,10 @@ class ReferenceWorker:
 
     @property
     def overlap(self) -> bool:
-        """Whether a candidate may build while this reference plans and computes its outputs."""
-        if self._ready.done() or device_kind(self.device) == "cpu":
+        """Whether a candidate would build while this reference plans and computes its outputs, and may."""
+        if self._ready.done():
+            return False  # a warm reference: nothing left to overlap
+        if device_kind(self.device) == "cpu":
             return True
         facts = self.started
         if not isinstance(facts.get("input_bytes"), int) or not isinstance(facts.get("free_bytes"), int):

@@ -17,15 +17,15 @@ import torch
 
 
 def timing_cpu(device: str) -> int | None:
-    """The core this process times on, the same in every worker on this GPU; None where it cannot be pinned.
+    """The core this process times on, the same in every worker on this GPU; None off a GPU or where not allowed.
 
     Each GPU of the host gets its own core (counted from the last: the first cores of a node take most interrupts
     and the parent's own threads), so evaluations timing on two GPUs at once never share one.
     """
-    if not hasattr(os, "sched_setaffinity"):
-        return None
+    if device != "cuda" or not hasattr(os, "sched_setaffinity"):
+        return None  # the CPU's interpreter timings launch nothing: a pinned thread only loses the idle core
     allowed = sorted(os.sched_getaffinity(0))
-    near, rank = _gpu_placement() if device == "cuda" else (set(), 0)
+    near, rank = _gpu_placement()
     pool = [cpu for cpu in allowed if cpu in near] or allowed
     return pool[-1 - rank % len(pool)] if len(pool) > 1 else None
 

@@ -58,6 +58,14 @@ def test_out_of_memory_alone_is_the_candidates_own_verdict(tmp_path, options):
     assert count.read_text() == "2"  # once beside the reference, once alone: never more
 
 
+def test_beside_a_warm_reference_out_of_memory_is_the_candidates_at_once(tmp_path, options):
+    assert evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options).status == "correct"  # now warm
+    source, count = _oom_candidate(tmp_path, times=5)
+    result = evaluate(str(PROBLEM), source, "cpu", options)
+    assert result.status == "runtime_error"
+    assert count.read_text() == "1"
+
+
 def test_the_reference_running_out_of_memory_beside_a_candidate_starts_both_again(tmp_path, options):
     # The problem's reference runs out of memory on its first call in the first process that calls it.
     marker = tmp_path / "reference_oomed"
@@ -111,13 +119,27 @@ def test_cpu_lists_parse():
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
-def test_the_timing_core_is_one_this_process_may_use_and_the_pin_is_undone():
+def test_a_pin_holds_for_its_block_and_is_undone():
     before = os.sched_getaffinity(0)
-    cpu = timing_cpu("cpu")
-    if len(before) < 2:
-        assert cpu is None
-        return
-    assert cpu in before and cpu == timing_cpu("cpu")  # the same core for every worker
-    with pinned(cpu):
-        assert os.sched_getaffinity(0) == {cpu}
+    core = max(before)
+    with pinned(core):
+        assert os.sched_getaffinity(0) == {core}
     assert os.sched_getaffinity(0) == before
+    with pinned(None):
+        assert os.sched_getaffinity(0) == before
+
+
+def test_cpu_timings_are_not_pinned():
+    # Under the interpreter nothing is launched; a pinned thread only loses the idle core to whatever runs there.
+    assert timing_cpu("cpu") is None
+
+
+@pytest.mark.gpu
+def test_every_worker_on_a_gpu_times_on_the_same_core_near_it():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    core = timing_cpu("cuda")
+    if len(os.sched_getaffinity(0)) > 1:
+        assert core in os.sched_getaffinity(0) and core == timing_cpu("cuda")
