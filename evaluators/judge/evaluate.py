@@ -129,13 +129,20 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
 def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
     cleanup.callback(candidate.close)
     ask = _Asker(candidate, result, contended_by_oom=together)
-    ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
-    ask({"cmd": "build", "shape": 0}, "built", "build")
+
+    def first_build() -> None:
+        ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
+        ask({"cmd": "build", "shape": 0}, "built", "build")
+
+    if together:
+        first_build()  # while the reference plans
     memory = _waited(lambda: reference.memory, reference, result, together)
     if not memory["fits"]:
         if together and memory.get("out_of_memory"):
             raise Contended()
         return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+    if not together:
+        first_build()  # a problem that does not fit never runs the candidate
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)

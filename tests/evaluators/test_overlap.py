@@ -94,6 +94,18 @@ Model.forward = _forward_once_out_of_memory
     assert marker.exists()
 
 
+def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options, monkeypatch):
+    # Inputs too large to overlap: the candidate waits for the reference, whose plan says it does not fit.
+    plan = {"fits": False, "reason": "shape big needs 9 bytes but the device has 1 byte free"}
+    monkeypatch.setattr(ReferenceWorker, "overlap", property(lambda self: False))
+    monkeypatch.setattr(ReferenceWorker, "memory", property(lambda self: plan))
+    monkeypatch.setattr(ReferenceWorker, "ready", property(lambda self: {"memory": plan}))
+    source, count = _oom_candidate(tmp_path, times=0)
+    result = evaluate(str(PROBLEM), source, "cpu", options)
+    assert result.status == "does_not_fit", result.message
+    assert not count.exists()
+
+
 class _Started:
     """A ReferenceWorker's view of its process's first answer, without a process."""
 
