@@ -121,6 +121,13 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
             except Contended:
                 cleanup.callback(discard, reference)
                 raise
+            except ReferenceOutOfMemory as exc:
+                # Once its outputs are kept, the reference works in the room its plan left beside the candidate:
+                # running out there means the candidate held more. Its verdict, not a machine failure that would
+                # end a graph run; the reference is replaced for the next candidate.
+                candidate.kill()
+                cleanup.callback(discard, reference)
+                return verdicts.finish(result, "runtime_error", f"out of memory beside the candidate: {exc}", "")
     finally:
         if not candidate.assigned:
             spares.give_back(candidate, options, toolchain, device)

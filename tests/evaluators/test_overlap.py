@@ -106,6 +106,52 @@ def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options,
     assert not count.exists()
 
 
+def test_the_reference_running_out_of_memory_beside_a_candidate_holding_the_device_is_the_candidates(tmp_path, options):
+    # The candidate "fills the device" once timed (it leaves a file); the reference's next call then runs out.
+    marker = tmp_path / "device_full"
+    problem = tmp_path / "scale_shift_full.py"
+    problem.write_text(
+        PROBLEM.read_text()
+        + f"""
+
+_forward = Model.forward
+
+
+def _forward_unless_full(self, x):
+    from pathlib import Path
+    if Path({str(marker)!r}).exists():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
+    return _forward(self, x)
+
+
+Model.forward = _forward_unless_full
+"""
+    )
+    hog = (
+        candidate("torch_only")
+        + f"""
+
+_calls = []
+
+
+class ModelNew(ModelNew):
+    def forward(self, x):
+        _calls.append(1)
+        if len(_calls) > 3:  # past the correctness trials: being timed
+            from pathlib import Path
+            Path({str(marker)!r}).write_text("1")
+        return super().forward(x)
+"""
+    )
+    timed = options.model_copy(update={"timing": True})
+    result = evaluate(str(problem), hog, "cpu", timed)
+    assert result.status == "runtime_error", result.message
+    assert "out of memory beside the candidate" in result.message
+    marker.unlink()
+    again = evaluate(str(problem), candidate("torch_only"), "cpu", timed)  # a new reference: the run goes on
+    assert again.status == "correct", again.message
+
+
 class _Started:
     """A ReferenceWorker's view of its process's first answer, without a process."""
 
