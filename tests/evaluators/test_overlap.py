@@ -66,29 +66,35 @@ def test_beside_a_warm_reference_out_of_memory_is_the_candidates_at_once(tmp_pat
     assert count.read_text() == "1"
 
 
-def test_the_reference_running_out_of_memory_beside_a_candidate_starts_both_again(tmp_path, options):
-    # The problem's reference runs out of memory on its first call in the first process that calls it.
-    marker = tmp_path / "reference_oomed"
-    problem = tmp_path / "scale_shift_oom_once.py"
-    problem.write_text(
-        PROBLEM.read_text()
-        + f"""
+# The test problem, its reference made to run out of memory: with `once`, on its first call in the first process
+# that makes one (it leaves the marker); otherwise on every call while the marker exists.
+OUT_OF_MEMORY_REFERENCE = """
 
 _forward = Model.forward
 
 
-def _forward_once_out_of_memory(self, x):
+def _forward_or_out_of_memory(self, x):
     from pathlib import Path
-    marker = Path({str(marker)!r})
-    if not marker.exists():
-        marker.write_text("1")
+    marker = Path({marker!r})
+    if marker.exists() != {once}:
+        if {once}:
+            marker.write_text("1")
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
     return _forward(self, x)
 
 
-Model.forward = _forward_once_out_of_memory
+Model.forward = _forward_or_out_of_memory
 """
-    )
+
+
+def _out_of_memory_problem(tmp_path, once: bool):
+    marker, problem = tmp_path / "marker", tmp_path / "scale_shift_out_of_memory.py"
+    problem.write_text(PROBLEM.read_text() + OUT_OF_MEMORY_REFERENCE.format(marker=str(marker), once=once))
+    return problem, marker
+
+
+def test_the_reference_running_out_of_memory_beside_a_candidate_starts_both_again(tmp_path, options):
+    problem, marker = _out_of_memory_problem(tmp_path, once=True)
     result = evaluate(str(problem), candidate("torch_only"), "cpu", options)
     assert result.status == "correct", result.message
     assert marker.exists()
@@ -107,26 +113,8 @@ def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options,
 
 
 def test_the_reference_running_out_of_memory_beside_a_candidate_holding_the_device_is_the_candidates(tmp_path, options):
-    # The candidate "fills the device" once timed (it leaves a file); the reference's next call then runs out.
-    marker = tmp_path / "device_full"
-    problem = tmp_path / "scale_shift_full.py"
-    problem.write_text(
-        PROBLEM.read_text()
-        + f"""
-
-_forward = Model.forward
-
-
-def _forward_unless_full(self, x):
-    from pathlib import Path
-    if Path({str(marker)!r}).exists():
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
-    return _forward(self, x)
-
-
-Model.forward = _forward_unless_full
-"""
-    )
+    # The candidate "fills the device" once timed (it leaves the marker); the reference's next call then runs out.
+    problem, marker = _out_of_memory_problem(tmp_path, once=False)
     hog = (
         candidate("torch_only")
         + f"""
