@@ -125,9 +125,15 @@ def do_bench(problem: Path) -> float | None:
     return found["do_bench_ms"] if found else None
 
 
-def bench_one(path: Path, args, scratch: Path) -> dict:
+def candidate_file(path: Path, scratch: Path) -> Path:
+    """The problem's reference as a candidate file in `scratch`."""
     candidate = scratch / f"candidate_{path.stem}.py"
     candidate.write_text(alias_candidate(path.read_text()))
+    return candidate
+
+
+def bench_one(path: Path, args, scratch: Path) -> dict:
+    candidate = candidate_file(path, scratch)
     row: dict = {"problem": f"{path.parent.name}/{path.name}", "runs": [], "harness": []}
     for i in range(args.runs):
         cache_dir = Path(tempfile.mkdtemp(dir=scratch))
@@ -145,8 +151,7 @@ def bench_one(path: Path, args, scratch: Path) -> dict:
 
 def warm_disk(path: Path, args, scratch: Path) -> None:
     """Both harnesses once, untimed: the first process on a fresh machine reads torch from a cold disk."""
-    candidate = scratch / "warm_candidate.py"
-    candidate.write_text(alias_candidate(path.read_text()))
+    candidate = candidate_file(path, scratch)
     our_cli(ROOT, path, candidate, Path(tempfile.mkdtemp(dir=scratch)))
     if args.harness:
         harness(args.kernelbench, path, candidate)

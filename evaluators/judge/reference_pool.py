@@ -17,7 +17,7 @@ from concurrent.futures import Future
 
 from evaluators.judge import spares
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.process import Reply, WorkerFailure
+from evaluators.judge.process import Reply, WorkerFailure, close_together
 from evaluators.judge.reference_cache import CHECK_REPS, ReferenceCache, agrees
 from evaluators.judge.timing_plan import ShapeTiming, timing_commands
 from evaluators.judge.toolchain import device_kind, toolchain_key
@@ -75,10 +75,8 @@ class ReferenceWorker:
             return False  # a warm reference: nothing left to overlap
         if device_kind(self.device) == "cpu":
             return True
-        facts = self.started
-        if not isinstance(facts.get("input_bytes"), int) or not isinstance(facts.get("free_bytes"), int):
-            return False
-        return OVERLAP_INPUT_SETS * facts["input_bytes"] + RESERVE_BYTES <= facts["free_bytes"]
+        inputs = self.started["input_bytes"]  # None: inputs of unknown size
+        return inputs is not None and OVERLAP_INPUT_SETS * inputs + RESERVE_BYTES <= self.started["free_bytes"]
 
     def _prepare(self, store_sizes: bool) -> None:
         try:
@@ -253,8 +251,5 @@ def release(reference: ReferenceWorker) -> None:
 def close_all() -> None:
     """End every warm reference (at exit, and in tests that want a cold start)."""
     with _pool_lock:
-        for reference in _pool.values():
-            reference.worker.stop()  # all at once: each takes a moment to give its GPU context back
-        for reference in _pool.values():
-            reference.close()
+        close_together([reference.worker for reference in _pool.values()])
         _pool.clear()

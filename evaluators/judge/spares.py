@@ -14,7 +14,7 @@ import threading
 from collections import deque
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.process import Worker
+from evaluators.judge.process import Worker, close_together
 from evaluators.judge.toolchain import device_kind
 
 # The options that shape a worker's process and environment (what a spare must have been started with).
@@ -95,10 +95,6 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
 def close_all() -> None:
     """End every waiting spare (their control pipe closes and they exit)."""
     with _lock:
-        waiting = [spare for queue in _spares.values() for spare in queue]
-        for spare in waiting:
-            spare.stop()  # all at once, then each waited for
-        for spare in waiting:
-            spare.close()
+        close_together([spare for queue in _spares.values() for spare in queue])
         _spares.clear()
         _claims.clear()

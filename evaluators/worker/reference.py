@@ -61,10 +61,7 @@ def shape_sizes(session: Session, shape: Shape, free_bytes: int, build=None) -> 
     the device: their output size is taken as 0, and the plan says they do not fit.
     """
     runtime, job = session.runtime, session.job
-    try:
-        input_bytes = _nbytes(runtime.inputs(0, "normal", device="meta"))
-    except Exception:  # a generator that cannot draw on meta: the real inputs are measured below
-        input_bytes = None
+    input_bytes = meta_input_bytes(session)  # None: the real inputs are measured below
     if input_bytes is not None and input_bytes + (job["flush_mb"] << 20) + RESERVE_BYTES > free_bytes:
         return ShapeSizes(shape.name, input_bytes, 0)
     try:
@@ -95,12 +92,20 @@ def first_facts(session: Session) -> dict:
     largest = 0
     for shape in session.shapes:
         session.runtime.use_shape(shape)
-        try:
-            largest = max(largest, _nbytes(session.runtime.inputs(0, "normal", device="meta")))
-        except Exception:  # a generator that cannot draw on meta: the parent assumes the worst
+        input_bytes = meta_input_bytes(session)
+        if input_bytes is None:  # the parent assumes the worst
             largest = None
             break
+        largest = max(largest, input_bytes)
     return {"free_bytes": free, "total_bytes": total, "input_bytes": largest}
+
+
+def meta_input_bytes(session: Session) -> int | None:
+    """Bytes of one call's inputs at the current shape, drawn on the meta device; None if they cannot be."""
+    try:
+        return _nbytes(session.runtime.inputs(0, "normal", device="meta"))
+    except Exception:  # a generator that cannot draw on meta
+        return None
 
 
 def plan_for(session: Session, models: ReferenceModels, free: int, total: int) -> dict:

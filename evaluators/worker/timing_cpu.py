@@ -2,9 +2,9 @@
 
 A reference made of several small launches is timed at the speed its host thread launches them (each repetition
 ends with the device idle). Two processes left to the scheduler ran that thread on different cores, migrated it
-mid-loop, and timed the same code up to a third apart. Pinned, for the length of each timing command, to one core
-of the GPU's own NUMA node, both run their launches on equal terms. The timing lock keeps the two from ever
-timing at once, so they never share the core.
+mid-loop, and timed the same code 0.83-3.5x of itself on an H100 (bench/reference_against_itself.py --no-pin).
+Pinned, for the length of each timing command, to one core of the GPU's own NUMA node, both run their launches on
+equal terms. The timing lock keeps the two from ever timing at once, so they never share the core.
 """
 
 from __future__ import annotations
