@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from evaluators.worker.timing import Clocks, TimingPlan, estimate_ms, time_reps, warm_up  # noqa: E402
+from evaluators.worker.timing import Clocks, TimingPlan, time_reps, warm_up  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 
@@ -55,14 +55,25 @@ REP_MS = float(sys.argv[1]) if len(sys.argv) > 1 else 200
 clocks = Clocks("cuda")
 
 
+def estimate_ms(call, fresh) -> float:
+    """One call's milliseconds on a fresh input set, after one untimed call."""
+    inputs = fresh(1)
+    call(inputs)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    call(inputs)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3
+
+
 def ours():
     """Our timing routine as the parent commands it: the reference's estimate sizes warm-up and repetitions."""
     call, fresh = (lambda a: model(*a)), (lambda s: rt.inputs(s, "normal"))
     with torch.no_grad():
-        estimate = estimate_ms(call, fresh, clocks, 512, 1)
+        estimate = estimate_ms(call, fresh)
         warm_up(call, fresh, clocks, int(min(max(25 / estimate, 1), 1000)), 2)
         reps = int(min(max(REP_MS / estimate, 20), 2000))
-        plan = TimingPlan(reps, 7, 11, [], 512, 4, "cuda")
+        plan = TimingPlan(0, reps, 7, 11, [], 512, 4, "cuda")
         facts, _ = time_reps(call, fresh, plan, clocks, 0, lambda _: nullcontext())
     return statistics.median(facts["times_ms"])
 

@@ -2,9 +2,9 @@
 
 `python bench/graph_reference_cost.py [GRAPH.RUN ARGS...]` runs `python -m graph.run` in this process (default:
 the bundled problem and cassette, one iteration, into a temporary directory) and counts, while it runs, the
-reference processes started and the reference timings measured (per benchmark shape; a cached one read from disk
-counts as none). Then prints each archived evaluation's reference stage: the first evaluation of the run starts
-the reference, every later one, the debugger's retries included, finds it warm.
+reference processes started and the reference timings measured (per benchmark shape, each beside a candidate).
+Then prints each archived evaluation's reference stage: the first evaluation of the run starts the reference, every
+later one, the debugger's retries included, finds it warm.
 """
 
 import json
@@ -18,7 +18,7 @@ from evaluators.judge import reference_pool  # noqa: E402
 from graph import run  # noqa: E402
 
 counts = {"reference processes started": 0, "reference timings measured": 0}
-started, measured = reference_pool.ReferenceWorker.__init__, reference_pool.timing_commands
+started, measured = reference_pool.ReferenceWorker.__init__, reference_pool.time_side_by_side
 
 
 def counting_start(self, *args, **kwargs):
@@ -32,7 +32,7 @@ def counting_timing(*args, **kwargs):
 
 
 reference_pool.ReferenceWorker.__init__ = counting_start
-reference_pool.timing_commands = counting_timing
+reference_pool.time_side_by_side = counting_timing
 
 with tempfile.TemporaryDirectory() as scratch:
     argv = sys.argv[1:] or ["--iterations", "1"]

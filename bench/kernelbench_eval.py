@@ -1,9 +1,11 @@
 """One cold `python -m evaluators.run` per KernelBench problem, against KernelBench's own harness, side by side.
 
-`python bench/kernelbench_eval.py --kernelbench PATH NAMES... [--runs 3] [--harness] [--old TREE] [--out DIR]`:
+`python bench/kernelbench_eval.py --kernelbench PATH NAMES... [--runs 3] [--harness] [--old TREE] [--out DIR]
+[--warm-with NAME]`:
 PATH is a KernelBench checkout (no KernelBench file is copied into this repository); NAMES are files under
 `KernelBench/`, such as `level1/19_ReLU.py`. Each problem's reference is its own candidate. First, once, both
-harnesses run untimed on the first problem, so neither pays for reading torch from a cold disk. Then per problem:
+harnesses run untimed on the first problem (or --warm-with's), so neither pays for reading torch from a cold disk.
+Then per problem:
 - `--runs` cold runs of our CLI, each a fresh process with an empty cache directory (nothing kept on disk), and,
   with --harness, as many runs of KernelBench's `eval_kernel_against_ref` (5 correctness trials, 100 timed runs a
   side, as its scripts use it) in fresh processes, the two alternating which goes first;
@@ -11,7 +13,8 @@ harnesses run untimed on the first problem, so neither pays for reading torch fr
 - with --old, the CLI of another checkout (an earlier commit) once, cold;
 - `triton.testing.do_bench`'s median of the reference, in a fresh process.
 Ours: the process's wall time, its stages, and per benchmark shape the candidate's median over the reference's (the
-reference timed against itself). KernelBench: the process's wall time and the call's alone. Prints a Markdown table
+reference timed against itself). KernelBench: the process's wall time and the call's alone, and its reference's
+mean (what it reports) and median (of the same 100 times). Prints a Markdown table
 (medians over the runs, and in how many pairs ours was faster); writes kernelbench_eval.json.
 """
 
@@ -38,8 +41,15 @@ for name, attr in (("openai", "OpenAI"), ("litellm", "completion")):
     if importlib.util.find_spec(name) is None:
         sys.modules[name] = types.ModuleType(name)
         setattr(sys.modules[name], attr, None)
-import torch
+import statistics, torch
+from kernelbench import timing
 from kernelbench.eval import eval_kernel_against_ref
+# Its stats are a mean, std, min and max; each list's median is kept too, to compare like with like.
+medians, stats = [], timing.get_timing_stats
+def get_timing_stats(elapsed_times, *args, **kwargs):
+    medians.append(statistics.median(elapsed_times))
+    return stats(elapsed_times, *args, **kwargs)
+timing.get_timing_stats = get_timing_stats
 reference, candidate = open(sys.argv[2]).read(), open(sys.argv[3]).read()
 start = time.perf_counter()
 result = eval_kernel_against_ref(reference, candidate, num_correct_trials=5, num_perf_trials=100,
@@ -48,7 +58,8 @@ wall = time.perf_counter() - start
 # Its runtime fields hold the mean in ms (a comment there says us; the 4096^2 matmul's 2.7 ms says ms).
 print(json.dumps({"call_s": wall, "correct": bool(result and result.correctness),
                   "runtime_ms": result.runtime if result else None,
-                  "ref_runtime_ms": result.ref_runtime if result and result.ref_runtime > 0 else None}))
+                  "ref_runtime_ms": result.ref_runtime if result and result.ref_runtime > 0 else None,
+                  "ref_median_ms": medians[1] if len(medians) == 2 else None}))
 """
 
 DO_BENCH = r"""
@@ -161,7 +172,7 @@ def table(rows: list[dict]) -> str:
     head = (
         "| problem | verdict | ours cold s | KB process s | cold / KB | ours faster | ours cached s | KB call s "
         "| earlier commit cold s | self-timing, worst shape of all runs | ref median ms | do_bench ms "
-        "| KB ref mean ms |"
+        "| KB ref mean ms | KB ref median ms |"
     )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
@@ -179,6 +190,7 @@ def table(rows: list[dict]) -> str:
             faster, _f(r["cached"]["wall_s"]), _f(_median([h["call_s"] for h in kb if "call_s" in h])),
             _f(old.get("wall_s")), f"{(worst - 1) * 100:+.1f} %" if worst else "-", _f(runs[0].get("baseline_ms")),
             _f(r.get("do_bench_ms")), _f(_median([h["ref_runtime_ms"] for h in kb if h.get("ref_runtime_ms")])),
+            _f(_median([h["ref_median_ms"] for h in kb if h.get("ref_median_ms")])),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -204,11 +216,12 @@ def main() -> None:
     parser.add_argument("--harness", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
     parser.add_argument("--old", type=Path, help="another checkout whose CLI runs once, cold, for comparison")
     parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--warm-with", help="the file both harnesses warm up on (default: the first of NAMES)")
     args = parser.parse_args()
     args.kernelbench, args.old = args.kernelbench.resolve(), args.old.resolve() if args.old else None
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
-        warm_disk(args.kernelbench / "KernelBench" / args.names[0], args, Path(scratch))
+        warm_disk(args.kernelbench / "KernelBench" / (args.warm_with or args.names[0]), args, Path(scratch))
         for name in args.names:
             rows.append(bench_one(args.kernelbench / "KernelBench" / name, args, Path(scratch)))
             print(json.dumps(rows[-1]), flush=True)

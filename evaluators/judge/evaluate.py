@@ -25,7 +25,7 @@ from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import EnvironmentFailure, ReferenceOutOfMemory, discard, reference_for, release
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
-from evaluators.judge.timing_plan import chosen_after, timing_commands
+from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.worker.device_lock import LockTimeout
 from evaluators.worker.trial_seeds import trial_plan
@@ -177,16 +177,14 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
     for i, shape in enumerate(shapes):
         if shape.kind != "benchmark":
             continue
-        # The candidate's held outputs go back to the driver before the reference times: its timing sets need the room.
+        # The candidate's held outputs go back to the driver before the two are timed: the timing sets need the room.
         ask({"cmd": "release"}, "released", "timing")
-        reference_timing = reference.timing(i, options.strict)
         try:
-            timing = _timed(ask, i, result.device, options, memory, reference_timing)
+            reference_timing, timing = _timed(ask, reference, i, options)
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
-                # A disputed timing is measured again, the reference's too, right after: noise passes, a forger's
-                # timer says the same twice.
-                reference_timing = reference.timing(i, options.strict, again=True)
-                timing = _timed(ask, i, result.device, options, memory, reference_timing)
+                # A disputed timing is measured again, the reference's with it: noise passes, a forger's timer
+                # says the same twice.
+                reference_timing, timing = _timed(ask, reference, i, options)
         except LockTimeout as exc:
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
@@ -229,16 +227,15 @@ def _waited(get, reference, result: EvalResult, together: bool):
         result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
 
 
-def _timed(ask, shape: int, device: str, options: EvalOptions, memory: dict, reference_timing):
-    """The candidate's timing commands at one shape; a malformed reply breaks the protocol."""
-    timing = timing_commands(
-        lambda command, event: ask(command, event, "timing"),
-        shape, device, options, memory, options.strict, reference=reference_timing,
-    )  # fmt: skip
+def _timed(ask, reference, shape: int, options: EvalOptions):
+    """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol."""
+    reference_timing, timing = reference.time_beside(
+        shape, lambda command, event: ask(command, event, "timing"), options.strict
+    )
     why = _malformed_timing(timing)
     if why:
         raise Stopped(_broken(ask.candidate, ask.result, why))
-    return timing
+    return reference_timing, timing
 
 
 class _Asker:

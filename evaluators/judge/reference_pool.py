@@ -1,11 +1,12 @@
 """Warm reference workers: one per (problem, device, settings), reused by every candidate of that problem.
 
-The reference's outputs for every shape and trial, and its timings, are the same for every candidate; computing
-them once takes the reference's start-up, CUDA context and work off each evaluation's critical path. A new
-problem's reference takes a pre-started process (spares), so its start-up is off the path too once one waits. Reference
-workers never run candidate code, so keeping one alive costs no isolation. A reference nobody is using ends when
-another problem's starts on its device, so the new plan sees the device's memory free. Baseline timings and shape
-sizes also outlive the process, on disk (judge/reference_cache.py).
+The reference's outputs for every shape and trial are the same for every candidate; computing them once takes the
+reference's start-up, CUDA context and work off each evaluation's critical path. Its timing is not: it is measured
+with each candidate, side by side (judge/timing_plan.py). A new problem's reference takes a pre-started process
+(spares), so its start-up is off the path too once one waits. Reference workers never run candidate code, so
+keeping one alive costs no isolation. A reference nobody is using ends when another problem's starts on its
+device, so the new plan sees the device's memory free. Shape sizes also outlive the process, on disk
+(judge/reference_cache.py).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from concurrent.futures import Future
 from evaluators.judge import spares
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, WorkerFailure, close_together
-from evaluators.judge.reference_cache import CHECK_REPS, ReferenceCache, agrees
-from evaluators.judge.timing_plan import ShapeTiming, timing_commands
+from evaluators.judge.reference_cache import ReferenceCache
+from evaluators.judge.timing_plan import ShapeTiming, time_side_by_side
 from evaluators.judge.toolchain import device_kind, toolchain_key
 from evaluators.worker.memory import RESERVE_BYTES
 from kernels.problem import Problem, ProblemError, Shape
@@ -58,7 +59,7 @@ class ReferenceWorker:
         self.cache = ReferenceCache(problem, shapes, device, options)
         self.worker = spares.claim("reference", options, toolchain_key(), device)
         self.lock = threading.Lock()
-        self.timings: dict[tuple[int, bool], ShapeTiming] = {}
+        self.compiled: dict[int, dict] = {}  # torch.compile(reference)'s times per shape, when asked for
         self.users = 0  # evaluations using it now (reference_for to release): an idle one may be ended
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
         self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
@@ -141,37 +142,31 @@ class ReferenceWorker:
         with self.lock:
             return self._checked(lambda: self.worker.call(command, event, stage))
 
-    def timing(self, shape: int, strict: bool, again: bool = False) -> ShapeTiming:
-        """The reference timed at `shape` by the routine the candidate will be timed with, measured once.
+    def time_beside(self, shape: int, candidate_call, strict: bool) -> tuple[ShapeTiming, ShapeTiming]:
+        """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
-        `again` measures it anew (a candidate's timing was disputed: the parent's clock gets a second opinion).
-        Repetitions an earlier process kept on disk stand in for a full run once a short live one agrees.
+        `candidate_call(command, event)` sends one command to the candidate and returns its Reply. The reference
+        is timed with every candidate, never from an earlier run: a median from another moment differs from the
+        candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked for,
+        are measured once per shape and kept.
         """
         memory = self.memory  # before the lock: planning takes it
-        with self.lock:
-            key = (shape, strict)
-            if again or key not in self.timings:
-                self.timings[key] = self._measured(shape, strict, again, memory)
-            return self.timings[key]
 
-    def _measured(self, shape: int, strict: bool, again: bool, memory: dict) -> ShapeTiming:
         def call(command, event):
             return self._checked(lambda: self.worker.call(command, event, _stage(command)))
 
-        options = self.options
-        use_cache = not (strict or again or options.compile_baseline)
-        cached = self.cache.baseline(shape, memory) if use_cache else None
-        if cached is not None:
-            # Timed live all the same, briefly: the calibration and the probe are always this run's own.
-            short = options.model_copy(update={"max_reps": min(options.max_reps, CHECK_REPS)})
-            timing = timing_commands(call, shape, self.device, short, memory, strict)
-            if agrees(cached, timing.facts["times_ms"]):
-                timing.baseline_times_ms = cached
-                return timing
-        timing = timing_commands(call, shape, self.device, options, memory, strict)
-        if use_cache:
-            self.cache.store(shape=shape, times_ms=timing.facts["times_ms"], plan=memory)
-        return timing
+        def compiled(side) -> dict:
+            if shape not in self.compiled:
+                command = side.command(0, side.timing.reps, True) | {"hold": []}
+                self.compiled[shape] = call(command | {"cmd": "time_compiled", "calls": side.warm, "seed": side.seed},
+                                            "compiled").meta  # fmt: skip
+            return self.compiled[shape]
+
+        with self.lock:
+            return time_side_by_side(
+                call, candidate_call, shape, self.device, self.options, memory, strict,
+                compiled if self.options.compile_baseline else None,
+            )  # fmt: skip
 
     @property
     def alive(self) -> bool:

@@ -1,10 +1,16 @@
-"""The timing commands the parent sends for one shape, the same for the reference and the candidate.
+"""The timing commands the parent sends for one shape: the reference and the candidate, side by side.
 
-A first warm-up call, timed by the parent, sizes the rest of the warm-up and the repetitions. The reference is also
-timed with no repetition, so the parent can tell its fixed cost from its cost per repetition and calibrate its
-clock around the candidate's command (judge/wall.py). Seeds, the sketch key and the repetitions to hold are drawn
-here, by the parent, once the process is loaded, correct and warm. The parent holds the device's timing lock
-around the commands, so its clock never counts a wait for it.
+Each side is warmed up first; a first warm-up call, timed by the parent, sizes the rest of its warm-up and its
+repetitions. The repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
+medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
+repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
+in one run (docs/BENCHMARKS.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
+sets at once, the reference is timed first and the candidate after it, in one block each.
+
+The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
+per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch keys and
+the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. The parent
+holds the device's timing lock around all of it, so its clock never counts a wait for it.
 """
 
 from __future__ import annotations
@@ -21,23 +27,25 @@ from evaluators.worker.device_lock import device_key, device_lock
 # beyond it the parent picks them before the timing and the sketches alone cover the rest.
 HOLD_ALL_BYTES = 256 << 20
 REHEARSAL_REPS = 5
+# Blocks per side: each side's 100 ms budget of calls (plus the harness's work) falls into pieces of about ten
+# milliseconds, shorter than the episodes they are meant to share.
+TIMING_BLOCKS = 16
 _RANDOM = secrets.SystemRandom()
 
 
 @dataclass
 class ShapeTiming:
-    """One shape's timing as the parent commanded and saw it."""
+    """One side's timing of one shape as the parent commanded and saw it."""
 
     reps: int
     hold: list[int] | None  # the repetitions held, None for every one
     nonce: int
     sketch_key: int
-    facts: dict = field(default_factory=dict)  # the process's reply: times_ms, sketches, label
+    facts: dict = field(default_factory=dict)  # the replies joined: times_ms, sketches, label
     span: Span | None = None
     side_stream_ms: float = 0.0
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
-    baseline_times_ms: list[float] | None = None  # a fuller run's repetitions (from the cache) behind the median
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
@@ -53,7 +61,7 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: d
 
 
 def plan_timing(reps: int, hold_all: bool, retained: int) -> ShapeTiming:
-    """Fresh seeds, key and held repetitions for one timing command."""
+    """Fresh seeds, key and held repetitions for one side's timing."""
     hold = None if hold_all else sorted(_RANDOM.sample(range(reps), min(retained, reps)))
     return ShapeTiming(reps, hold, secrets.randbits(30), secrets.randbits(62))
 
@@ -67,53 +75,123 @@ def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
     return sorted(_RANDOM.sample(range(timing.reps), min(retained, timing.reps)))
 
 
-def warm_up(call, shape: int, device: str, options: EvalOptions, seed: int) -> tuple[float, int]:
-    """Warm the process up at `shape`: (seconds per call on the parent's clock, warm-up calls made).
-
-    A first call sizes the rest of the warm-up (on a GPU; the CPU's interpreter makes one). Each warm-up command's
-    span also holds an input draw and the pipe: the difference of the two spans is calls alone.
-    """
-    first = call({"cmd": "warm", "shape": shape, "calls": 1, "seed": seed}, "warmed")
-    warm = int(min(max(options.warmup_ms / max(first.span * 1e3, 1e-3), 1), 1000))
-    if warm <= 1 or device_kind(device) == "cpu":
-        return first.span, 1
-    rest = call({"cmd": "warm", "shape": shape, "calls": warm - 1, "seed": seed}, "warmed")
-    per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
-    return (per_call if per_call > 0 else rest.span / (warm - 1)), warm
+def split(reps: int, blocks: int) -> list[tuple[int, int]]:
+    """(first repetition, count) of each block: `reps` in `blocks` nearly equal runs."""
+    bounds = [reps * b // blocks for b in range(blocks + 1)]
+    return [(bounds[b], bounds[b + 1] - bounds[b]) for b in range(blocks)]
 
 
-def timing_commands(call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool, reference=None):
-    """Warm up, time and probe one shape; `reference` is None when this is the reference.
+class Side:
+    """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
-    `call(command, event)` sends one command and returns its Reply.
-    """
-    seed = secrets.randbits(30)
-    with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
-        per_call, warm = warm_up(call, shape, device, options, seed)
-        reps, hold_all = repetitions(max(per_call * 1e3, 1e-3), device, options, memory, shape, strict)
-        timing = plan_timing(reps, hold_all, memory["retained"])
-        command = {
-            "cmd": "time",
-            "shape": shape,
-            "reps": reps,
-            "nonce": timing.nonce,
-            "sketch_key": timing.sketch_key,
-            "hold": timing.hold,
-            "last": reference is not None,  # the reference's last is the one with no repetition, below
-        }
-        # On a GPU, a rehearsal first, unchecked and untimed by anyone: the allocator's blocks, the events and the
-        # sketch's weights exist before the parent's clock starts, on both sides alike.
-        if device_kind(device) == "cuda":
-            rehearsal = {"reps": min(reps, REHEARSAL_REPS), "nonce": secrets.randbits(30), "hold": [], "last": False}
-            call(command | rehearsal, "timing")
-        reply = call(command, "timing")
-        timing.facts, timing.span = reply.meta, Span(reply.span, reps)
-        if reference is None:
-            timing.fixed_s = call(command | {"reps": 0, "hold": [], "last": True}, "timing").span
-        if device_kind(device) == "cuda":
-            probe = call({"cmd": "probe", "shape": shape, "seed": secrets.randbits(30)}, "probe")
+    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool):
+        self.call, self.shape, self.device, self.options = call, shape, device, options
+        self.memory, self.strict = memory, strict
+        self.seed = secrets.randbits(30)
+        self.warm = 0
+        self.timing: ShapeTiming | None = None
+        self.seconds = 0.0
+        self.commands = 0
+
+    def warm_up(self) -> None:
+        """Warm the process up at the shape and plan its timing from the seconds per call the warm-up showed.
+
+        A first call sizes the rest of the warm-up (on a GPU; the CPU's interpreter makes one). Each warm-up
+        command's span also holds an input draw and the pipe: the difference of the two spans is calls alone.
+        """
+        call, options = self.call, self.options
+        first = call({"cmd": "warm", "shape": self.shape, "calls": 1, "seed": self.seed}, "warmed")
+        warm = int(min(max(options.warmup_ms / max(first.span * 1e3, 1e-3), 1), 1000))
+        per_call = first.span
+        if warm > 1 and device_kind(self.device) == "cuda":
+            rest = call({"cmd": "warm", "shape": self.shape, "calls": warm - 1, "seed": self.seed}, "warmed")
+            per_call = (rest.span - first.span) / (warm - 2) if warm > 2 else 0.0
+            per_call = per_call if per_call > 0 else rest.span / (warm - 1)
+        else:
+            warm = 1
+        self.warm = warm
+        reps, hold_all = repetitions(
+            max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape, self.strict
+        )
+        self.timing = plan_timing(reps, hold_all, self.memory["retained"])
+
+    def command(self, first: int, reps: int, last: bool) -> dict:
+        """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards."""
+        timing = self.timing
+        hold = None if timing.hold is None else [r for r in timing.hold if first <= r < first + reps]
+        return {
+            "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": timing.nonce,
+            "sketch_key": timing.sketch_key, "hold": hold, "last": last,
+        }  # fmt: skip
+
+    def rehearse(self) -> None:
+        """On a GPU, a run unchecked and untimed by anyone.
+
+        The allocator's blocks, the events and the sketch's weights then exist before the parent's clock starts, on
+        both sides alike.
+        """
+        if device_kind(self.device) == "cuda":
+            rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False)
+            self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing")
+
+    def block(self, first: int, reps: int, last: bool) -> None:
+        """One block of repetitions, its reply joined to the earlier blocks'."""
+        reply = self.call(self.command(first, reps, last), "timing")
+        facts = self.timing.facts
+        for key in ("times_ms", "sketches"):
+            values = reply.meta.get(key)
+            # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed), and a
+            # block's extras shift the sketches off the repetitions they must match.
+            facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
+        facts.setdefault("label", reply.meta.get("label"))
+        self.seconds += reply.span
+        self.commands += 1
+
+    def finish(self, reference: bool) -> ShapeTiming:
+        """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""
+        timing = self.timing
+        timing.span = Span(self.seconds, timing.reps, self.commands)
+        if reference:
+            timing.fixed_s = self.call(self.command(0, 0, True) | {"hold": []}, "timing").span
+        if device_kind(self.device) == "cuda":
+            probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
-        if reference is None and options.compile_baseline:
-            compiled = command | {"cmd": "time_compiled", "calls": warm, "seed": seed}
-            timing.compiled = call(compiled, "compiled").meta
-    return timing
+        return timing
+
+
+def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
+                      strict: bool, compiled=None):  # fmt: skip
+    """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
+
+    `*_call(command, event)` sends one command to that process and returns its Reply. `compiled(side)`, if given,
+    times torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed).
+    """
+    reference = Side(reference_call, shape, device, options, memory, strict)
+    candidate = Side(candidate_call, shape, device, options, memory, strict)
+    with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
+        if memory["side_by_side"]:
+            for side in (reference, candidate):
+                side.warm_up()
+            for side in (reference, candidate):
+                side.rehearse()
+            blocks = min(TIMING_BLOCKS, reference.timing.reps, candidate.timing.reps)
+            runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
+            for b, (ours, theirs) in enumerate(runs):
+                # Turns in the order ABBA: a steady drift (clocks ramping) favours neither side.
+                turns = [(reference, ours, False), (candidate, theirs, b == blocks - 1)]
+                for side, run, last in turns if b % 2 == 0 else turns[::-1]:
+                    side.block(*run, last=last)
+            reference_timing = reference.finish(reference=True)
+        else:
+            # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
+            reference.warm_up()
+            reference.rehearse()
+            reference.block(0, reference.timing.reps, last=False)
+            reference_timing = reference.finish(reference=True)
+            candidate.warm_up()
+            candidate.rehearse()
+            candidate.block(0, candidate.timing.reps, last=True)
+        candidate_timing = candidate.finish(reference=False)
+        if compiled is not None:
+            reference_timing.compiled = compiled(reference)
+    return reference_timing, candidate_timing

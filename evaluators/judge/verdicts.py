@@ -95,9 +95,9 @@ def apply_shape_timing(
         _fail_timed_rep(result, shape_result, rep, why, "")
         return False
     device = device_kind(result.device)
-    baseline, _ = _median_and_spread(reference.baseline_times_ms or reference.facts["times_ms"])
+    baseline, _ = median_and_spread(reference.facts["times_ms"])
     baseline += reference.side_stream_ms
-    runtime, spread = _median_and_spread(timing.facts["times_ms"])
+    runtime, spread = median_and_spread(timing.facts["times_ms"])
     if timing.side_stream_ms > max(0.02, 0.05 * runtime):
         result.flag(
             "side_stream",
@@ -139,7 +139,8 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
     _fail_shape(result, shape_result, message, f"{message}\n{details}" if details else message, "")
 
 
-def _median_and_spread(times: list[float]) -> tuple[float, float]:
+def median_and_spread(times: list[float]) -> tuple[float, float]:
+    """A timing's figure, the median, and its interquartile range over it."""
     median = statistics.median(times)
     q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else (median, median, median)
     return median, (q3 - q1) / median if median > 0 else 0.0

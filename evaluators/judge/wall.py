@@ -1,11 +1,11 @@
 """The parent's clock as the outer truth of a timing: what the candidate's own timer may claim, and no less.
 
 The parent times each timing command from sending it to having its reply. The reference ran the same routine in
-its own (trusted) process, once with no repetition (the fixed cost: the pipe, the flush buffer, the last sync)
-and once timed, so what the harness costs per repetition (drawing inputs, flushing, sketching, holding copies) is
-known apart from the reference's own calls; what is left of the candidate's span is its calls. Work hidden
-anywhere in the candidate's process while the command runs (a patched timer, answers recomputed between
-repetitions, a stall) shows up there.
+its own (trusted) process, in as many commands, and once more with no repetition (the fixed cost of a command:
+the pipe, the flush buffer, the last sync), so what the harness costs per repetition (drawing inputs, flushing,
+sketching, holding copies) is known apart from the reference's own calls; what is left of the candidate's span is
+its calls. Work hidden anywhere in the candidate's process while the command runs (a patched timer, answers
+recomputed between repetitions, a stall) shows up there.
 """
 
 from __future__ import annotations
@@ -21,10 +21,14 @@ CALL_SLACK, HARNESS_SLACK, JITTER_MS = 0.10, 0.15, 1.0
 
 @dataclass
 class Span:
-    """One timing command seen from the parent: seconds from sending it to its reply, and its repetitions."""
+    """One side's timing commands seen from the parent: their repetitions, and how many commands they were.
+
+    `seconds` is the sum of each command's span, from sending it to having its reply.
+    """
 
     seconds: float
     reps: int
+    commands: int = 1
 
 
 def harness_ms(reference: Span, fixed_s: float, reference_times_ms: list[float]) -> float:
@@ -32,13 +36,13 @@ def harness_ms(reference: Span, fixed_s: float, reference_times_ms: list[float])
 
     `fixed_s` is the reference's timing command with no repetition: the pipe, the flush buffer, the last sync.
     """
-    per_rep = (reference.seconds - fixed_s) * 1e3 / reference.reps
+    per_rep = (reference.seconds - fixed_s * reference.commands) * 1e3 / reference.reps
     return max(0.0, per_rep - statistics.fmean(reference_times_ms))
 
 
 def parent_ms(candidate: Span, fixed_s: float, harness: float) -> float:
     """The candidate's mean milliseconds per call by the parent's clock, less the harness's fixed and per-rep work."""
-    return (candidate.seconds - fixed_s) * 1e3 / candidate.reps - harness
+    return (candidate.seconds - fixed_s * candidate.commands) * 1e3 / candidate.reps - harness
 
 
 def slack_ms(parent: float, harness: float, reps: int) -> float:

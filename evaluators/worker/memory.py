@@ -1,7 +1,8 @@
 """Device-memory planning, from a problem's input and output sizes and the device's free memory, before allocating.
 
-The plan says what fits at all (one input set, its outputs and the cache-flush buffer), how many fresh input sets
-the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
+The plan says what fits at all (one input set, its outputs and the cache-flush buffer), whether the reference and
+the candidate can be timed side by side (each with its own input sets, outputs and flush buffer), how many fresh
+input sets the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
 inputs are copied or fingerprinted for the in-place check, whether its outputs are handed over on the device,
 and how many elements are compared at a time.
 """
@@ -39,6 +40,7 @@ class MemoryPlan:
     free_bytes: int
     total_bytes: int
     timing_sets: int = 1
+    side_by_side: bool = True
     expected_on_device: bool = True
     copy_inputs: bool = True
     retained: int = 4
@@ -75,23 +77,30 @@ def plan_memory(
     # The candidate's trial outputs of one shape, handed over on the device (CUDA IPC), are freed before timing
     # starts, so they share the room that the timing sets and kept outputs use later.
     handoff_on_device = trials * largest.output_bytes <= room // 2
+    # The two are timed in turns of a few repetitions, both holding their timing tensors throughout, where a second
+    # call's inputs, outputs and flush buffer take at most half the room; otherwise one after the other.
+    side_by_side = one_call + flush_bytes <= room // 2
+    if side_by_side:
+        room -= one_call + flush_bytes
+    sides = 2 if side_by_side else 1
     # Kept timed outputs stay on the device, fewer of them if need be: through the host, a multi-GiB output
     # costs seconds per repetition. Only when not one fits do they go to the host.
-    fit_on_device = room // 4 // max(largest.output_bytes, 1)
+    fit_on_device = room // 4 // sides // max(largest.output_bytes, 1)
     retained_on_device = fit_on_device >= 1
     if retained_on_device:
         retained = int(min(retained, fit_on_device))
-        room -= retained * largest.output_bytes
+        room -= sides * retained * largest.output_bytes
     else:
         retained = int(max(1, min(retained, HOST_KEEP_BYTES // max(largest.output_bytes, 1))))
-    # A quarter of what is left: the other worker, idle but alive, keeps its own tensors meanwhile.
-    extra_sets = room // 4 // max(largest.input_bytes, 1)
+    # A quarter of what is left: the other worker keeps its own tensors meanwhile.
+    extra_sets = room // 4 // sides // max(largest.input_bytes, 1)
     return MemoryPlan(
         True,
         "",
         free_bytes,
         total_bytes,
         timing_sets=int(max(1, min(MAX_TIMING_SETS, 1 + extra_sets))),
+        side_by_side=side_by_side,
         expected_on_device=expected_on_device,
         copy_inputs=copy_inputs,
         retained=retained,

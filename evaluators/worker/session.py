@@ -74,6 +74,7 @@ class Session:
         """The parent's timing command at the current shape: facts and the held copies by repetition."""
         memory = self.job["memory"]
         plan = timing.TimingPlan(
+            first=command["first"],
             reps=command["reps"],
             nonce=command["nonce"],
             sketch_key=command["sketch_key"],

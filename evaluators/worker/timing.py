@@ -47,6 +47,7 @@ class Clocks:
 class TimingPlan:
     """One shape's timing, as the parent commanded it: repetitions, which outputs to hold, the sketch key."""
 
+    first: int  # the first repetition's number: a shape's repetitions come in blocks, numbered throughout
     reps: int
     nonce: int
     sketch_key: int
@@ -96,7 +97,8 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if cuda else None
     starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
-    hold = set(range(plan.reps)) if plan.hold is None else set(plan.hold)
+    numbers = range(plan.first, plan.first + plan.reps)
+    hold = set(numbers) if plan.hold is None else set(plan.hold)
     sketcher = Sketcher(plan.sketch_key)
     clocks.sync()
     # No collector pauses inside the parent's clock: a process holding many objects (the candidate's, with its
@@ -104,7 +106,7 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, hold, sketcher)
+        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, hold, sketcher, numbers)
     finally:
         if collecting:
             gc.enable()
@@ -112,18 +114,19 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
 
 
 def _loop(
-    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, hold, sketcher
-):
+    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, hold, sketcher,
+    numbers: range,
+):  # fmt: skip
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     times, sketches, held = [], [], {}
-    for rep in range(plan.reps):
+    for i, rep in enumerate(numbers):
         args = pool.draw(rep_seed(plan.nonce, shape, rep))
         if cuda:
             flush.zero_()
-            clocks.record(starts[rep])
+            clocks.record(starts[i])
             output = call(args)
-            clocks.record(ends[rep])
+            clocks.record(ends[i])
         else:
             began = clocks.now()
             output = call(args)

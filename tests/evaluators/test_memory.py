@@ -20,15 +20,26 @@ def test_a_kernelbench_relu_at_full_size_fits_an_h100_with_outputs_on_the_host()
     assert plan.fits
     assert not plan.expected_on_device  # 18 GiB of reference outputs would crowd the candidate
     assert plan.copy_inputs and plan.timing_sets >= 1
-    # 18 GiB of candidate trial outputs are handed over on the device; two 6 GiB timed outputs are kept there.
-    assert plan.handoff_on_device and plan.retained_on_device and plan.retained == 2
+    # 18 GiB of candidate trial outputs are handed over on the device. Both sides are timed at once, each with its
+    # set, its outputs and its flush buffer, so one 6 GiB timed output is kept there per side.
+    assert plan.handoff_on_device and plan.side_by_side and plan.retained_on_device and plan.retained == 1
+
+
+def test_two_sides_timed_at_once_only_where_a_second_call_takes_at_most_half_the_room():
+    """Otherwise the reference is timed first and the candidate after it; the plan keeps more for the one."""
+    for gib, together in ((20, True), (28, False)):
+        shape = ShapeSizes("big", gib * GIB // 2, gib * GIB // 2)
+        plan = plan_memory([shape], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+        room = H100 - 2 * (gib * GIB // 2) - FLUSH - RESERVE_BYTES
+        assert plan.fits and plan.side_by_side is together
+        assert together == (gib * GIB + FLUSH <= room // 2)
 
 
 def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
     small = ShapeSizes("64x512", 64 * 512 * 4, 64 * 512 * 4)
     plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
     assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
-    assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device
+    assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device and plan.side_by_side
 
 
 def test_the_largest_shape_decides():

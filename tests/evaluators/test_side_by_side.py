@@ -1,0 +1,135 @@
+"""The reference and the candidate timed in turns: the commands each process gets, and how the replies are joined."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from evaluators import EvalOptions
+from evaluators.judge import timing_plan
+from evaluators.judge.timing_plan import TIMING_BLOCKS, split, time_side_by_side
+from evaluators.judge.wall import judge_timing
+
+CALL_S = 1e-4  # each fake call: a 0.1 ms kernel
+FIXED_S = 2e-3  # each fake timing command's cost beside its calls
+
+
+@dataclass
+class Reply:
+    event: str
+    meta: dict
+    span: float
+
+
+class Process:
+    """A worker answering the timing commands, recording them in one log shared with the other process."""
+
+    def __init__(self, name: str, log: list, call_s: float = CALL_S):
+        self.name, self.log, self.call_s = name, log, call_s
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        self.log.append((self.name, command))
+        if command["cmd"] == "warm":
+            return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_s)
+        if command["cmd"] == "probe":
+            return Reply("probe", {"side_stream_ms": 0.0}, FIXED_S)
+        first, reps = command["first"], command["reps"]
+        meta = {
+            "times_ms": [self.call_s * 1e3] * reps,
+            "sketches": [[float(first + k)] for k in range(reps)],  # each repetition's number, to see the order
+            "label": "fake",
+        }
+        return Reply("timing", meta, FIXED_S + reps * self.call_s)
+
+
+@pytest.fixture
+def cuda_lock(monkeypatch):
+    monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
+
+
+def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int = 1 << 10, candidate_s=CALL_S):
+    log = []
+    memory = {
+        "retained": 4,
+        "side_by_side": side_by_side,
+        "sizes": [{"name": "s", "input_bytes": 1, "output_bytes": output_bytes}],
+    }
+    options = EvalOptions(cache_dir=tmp_path)
+    reference, candidate = Process("reference", log), Process("candidate", log, candidate_s)
+    timings = time_side_by_side(reference, candidate, 0, device, options, memory, False)
+    return timings, log
+
+
+def _blocks(log, side: str) -> list[dict]:
+    """A side's timed blocks: its timing commands less the rehearsal (random nonce) and the one with no repetition."""
+    times = [c for name, c in log if name == side and c["cmd"] == "time" and c["reps"]]
+    return [c for c in times if c["nonce"] == times[-1]["nonce"]]
+
+
+def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
+    """Warm-ups first, then each side's blocks in turns, numbered throughout; the replies joined in order."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True)
+    timed = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] in {
+        reference.nonce, candidate.nonce}]  # fmt: skip
+    # ABBA: the first of each pair of turns alternates, so a steady drift favours neither.
+    assert [name for name, _ in timed] == ["reference", "candidate", "candidate", "reference"] * (TIMING_BLOCKS // 2)
+    for timing, side in ((reference, "reference"), (candidate, "candidate")):
+        blocks = _blocks(log, side)
+        assert [(c["first"], c["reps"]) for c in blocks] == split(timing.reps, TIMING_BLOCKS)
+        assert timing.span.commands == TIMING_BLOCKS and timing.span.reps == timing.reps
+        assert timing.facts["sketches"] == [[float(r)] for r in range(timing.reps)]
+        assert len(timing.facts["times_ms"]) == timing.reps
+        assert all(c["hold"] is None for c in blocks)  # small outputs: every one held, the parent picks later
+    assert [c["last"] for c in _blocks(log, "candidate")] == [False] * (TIMING_BLOCKS - 1) + [True]
+    assert not any(c["last"] for c in _blocks(log, "reference"))
+    commands = [(name, c["cmd"], c.get("reps")) for name, c in log]
+    first_block = commands.index(("reference", "time", _blocks(log, "reference")[0]["reps"]))
+    assert {name for name, cmd, _ in commands[first_block:] if cmd == "warm"} == set()  # both warm before any block
+    fixed = [c for name, c in log if name == "reference" and c["cmd"] == "time" and c["reps"] == 0]
+    assert len(fixed) == 1 and fixed[0]["last"] and log.index(("reference", fixed[0])) > log.index(
+        ("candidate", _blocks(log, "candidate")[-1]))  # fmt: skip
+
+
+def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_lock):
+    """Eight commands a side: the calibration counts eight fixed costs, so an honest timer is not disputed."""
+    (reference, candidate), _ = _timed(tmp_path, side_by_side=True)
+    verdict = judge_timing(candidate, reference)
+    assert verdict.parent_ms == pytest.approx(CALL_S * 1e3, rel=0.01) and not verdict.disputed
+    (reference, slow), _ = _timed(tmp_path, side_by_side=True, candidate_s=3 * CALL_S)
+    slow.facts["times_ms"] = [CALL_S * 1e3] * slow.reps  # a timer claiming a third of what the calls took
+    assert judge_timing(slow, reference).disputed
+
+
+def test_held_repetitions_named_before_fall_in_their_blocks(tmp_path, cuda_lock):
+    """Outputs too large to hold all: each block holds the chosen repetitions in its own range, none twice."""
+    (_, candidate), log = _timed(tmp_path, side_by_side=True, output_bytes=64 << 20)
+    assert candidate.hold is not None and len(candidate.hold) == 4
+    blocks = _blocks(log, "candidate")
+    for block in blocks:
+        assert all(block["first"] <= r < block["first"] + block["reps"] for r in block["hold"])
+    assert sorted(r for block in blocks for r in block["hold"]) == candidate.hold
+
+
+def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
+    """One block each; the reference's command with no repetition (`last`) ends its part before the candidate's."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=False)
+    names = [name for name, _ in log]
+    assert names == sorted(names, key=lambda name: name == "candidate")  # every reference command first
+    assert reference.span.commands == candidate.span.commands == 1
+    (block,) = _blocks(log, "candidate")
+    assert (block["first"], block["reps"], block["last"]) == (0, candidate.reps, True)
+    reference_last = [c for name, c in log if name == "reference" and c.get("last")]
+    assert len(reference_last) == 1 and reference_last[0]["reps"] == 0
+
+
+def test_the_cpu_times_each_repetition_as_a_block(tmp_path):
+    """Under the interpreter a side makes three repetitions: three blocks of one each, in turn, no rehearsal."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True, device="cpu")
+    assert reference.reps == candidate.reps == 3
+    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 1), (1, 1), (2, 1)]
+    assert not [c for _, c in log if c["cmd"] == "probe"]
+
+
+def test_split_covers_the_repetitions_in_nearly_equal_runs():
+    assert split(10, 3) == [(0, 3), (3, 3), (6, 4)]
+    assert split(8, 8) == [(i, 1) for i in range(8)]
+    assert sum(n for _, n in split(499, 8)) == 499
