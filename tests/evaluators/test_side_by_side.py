@@ -133,3 +133,11 @@ def test_split_covers_the_repetitions_in_nearly_equal_runs():
     assert split(10, 3) == [(0, 3), (3, 3), (6, 4)]
     assert split(8, 8) == [(i, 1) for i in range(8)]
     assert sum(n for _, n in split(499, 8)) == 499
+
+
+def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
+    """A 5 ms call gets the 20 repetitions of the floor: two blocks of ten a side, still taken in turns."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True, candidate_s=5e-3)
+    assert candidate.reps == 20 and reference.reps > 20
+    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 10), (10, 10)]
+    assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
