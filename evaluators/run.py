@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--compile-baseline", action="store_true", help="also time torch.compile(reference): the speedup over it"
     )
     parser.add_argument(
-        "--no-cache", action="store_true", help="measure the reference afresh, ignoring sizes and timings kept on disk"
+        "--no-cache", action="store_true", help="size the reference's shapes afresh, ignoring the sizes kept on disk"
     )
     args = parser.parse_args(argv)
     if args.trials < 3:

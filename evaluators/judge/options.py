@@ -56,7 +56,7 @@ class EvalOptions(BaseModel):
     max_result_mb: int = Field(4096, description="largest report, or output file of one trial, a worker may hand back")
     cache_dir: Path = Field(default_factory=default_cache_dir)
     reference_cache: bool = Field(
-        True, description="reuse the reference's sizes and baseline timings measured by an earlier process"
+        True, description="reuse the reference's shape sizes measured by an earlier process (to plan device memory)"
     )
     pid_namespace: bool | None = Field(
         default_factory=lambda: {"0": False, "1": True}.get(os.environ.get("KS_PID_NAMESPACE", "")),
