@@ -1,13 +1,15 @@
-"""The reference and the candidate timed in turns: the commands each process gets, and how the replies are joined."""
+"""The reference and the candidate timed in turns: the commands each process gets, the replies joined, the probes."""
 
 from dataclasses import dataclass
 
 import pytest
 
 from evaluators import EvalOptions
-from evaluators.judge import timing_plan
-from evaluators.judge.timing_plan import TIMING_BLOCKS, split, time_side_by_side
-from evaluators.judge.wall import judge_timing
+from evaluators.judge import timing_plan, verdicts
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.timing_plan import TIMING_BLOCKS, ShapeTiming, split, time_side_by_side
+from evaluators.judge.verdicts import side_stream_counted
+from evaluators.judge.wall import Span, judge_timing
 
 CALL_S = 1e-4  # each fake call: a 0.1 ms kernel
 FIXED_S = 2e-3  # each fake timing command's cost beside its calls
@@ -141,3 +143,35 @@ def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
     assert candidate.reps == 20 and reference.reps > 20
     assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 10), (10, 10)]
     assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
+
+
+def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call_ms: float = 0.018):
+    """One 100-repetition shape on a GPU, both sides at `call_ms`, with the side-stream probes' readings."""
+    result = EvalResult(status="correct", device="cuda")
+    result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
+    sides = []
+    for side_ms in (candidate_side_ms, reference_side_ms):
+        facts = {"times_ms": [call_ms] * 100, "sketches": [[]] * 100}
+        sides.append(ShapeTiming(100, None, 0, 0, facts, Span(0.1, 100), side_stream_ms=side_ms))
+    meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
+    assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
+    return result.shapes[0], [f.code for f in result.flags]
+
+
+def test_the_side_stream_probe_counts_only_what_exceeds_the_references_reading():
+    """On an H100 the probe read 1.9 us for an 18 us reference and 2.6 us for the same code as the candidate."""
+    shape, flags = _judged_with_probes(0.0026, 0.0019)
+    assert shape.runtime_ms == shape.baseline_ms == pytest.approx(0.018) and not flags
+    shape, flags = _judged_with_probes(0.0, 0.0019)  # a lower reading than the reference's counts nothing
+    assert shape.runtime_ms == pytest.approx(0.018) and shape.baseline_ms == pytest.approx(0.018)
+    shape, flags = _judged_with_probes(0.0019 + 0.004, 0.0019)  # 4 us of work beside an 18 us call: counted
+    assert shape.runtime_ms == pytest.approx(0.022) and not flags
+    shape, flags = _judged_with_probes(0.0019 + 0.05, 0.0019)  # beyond 20 us: counted and a hard flag
+    assert shape.runtime_ms == pytest.approx(0.068) and flags == ["side_stream"]
+
+
+def test_the_side_stream_noise_band_grows_with_the_call():
+    assert side_stream_counted(0.0029, 0.002, 0.018) == 0.0  # within 1 us
+    assert side_stream_counted(0.0031, 0.002, 0.018) == pytest.approx(0.0011)
+    assert side_stream_counted(0.08, 0.02, 9.0) == 0.0  # 60 us on a 9 ms call: within 1 %
+    assert side_stream_counted(0.2, 0.02, 9.0) == pytest.approx(0.18)
