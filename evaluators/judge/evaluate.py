@@ -230,7 +230,7 @@ def _waited(get, reference, result: EvalResult, together: bool):
 def _timed(ask, reference, shape: int, options: EvalOptions):
     """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol."""
     reference_timing, timing = reference.time_beside(
-        shape, lambda command, event: ask(command, event, "timing"), options.strict
+        shape, lambda command, event: ask(command, event, "timing"), options.strict, ask.candidate.paused
     )
     why = _malformed_timing(timing)
     if why:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.judge import pause
 from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
@@ -220,6 +221,10 @@ class Worker:
         if self.proc.poll() is None:
             self.stop()
             self.proc.wait()
+
+    def paused(self):
+        """A context in which every process of the worker is stopped (judge/pause.py)."""
+        return pause.stopped(self.proc.pid)
 
     def stop(self) -> None:
         """Send the worker's whole process group SIGKILL, without waiting (several can then go at once)."""

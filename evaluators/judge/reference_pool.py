@@ -142,18 +142,20 @@ class ReferenceWorker:
         with self.lock:
             return self._checked(lambda: self.worker.call(command, event, stage))
 
-    def time_beside(self, shape: int, candidate_call, strict: bool) -> tuple[ShapeTiming, ShapeTiming]:
+    def time_beside(self, shape: int, candidate_call, strict: bool, quiet) -> tuple[ShapeTiming, ShapeTiming]:
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
-        `candidate_call(command, event)` sends one command to the candidate and returns its Reply. The reference
-        is timed with every candidate, never from an earlier run: a median from another moment differs from the
-        candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked for,
-        are measured once per shape and kept.
+        `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
+        context in which the candidate's processes are stopped, around each of the reference's commands. The
+        reference is timed with every candidate, never from an earlier run: a median from another moment differs
+        from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
+        for, are measured once per shape and kept.
         """
         memory = self.memory  # before the lock: planning takes it
 
         def call(command, event):
-            return self._checked(lambda: self.worker.call(command, event, _stage(command)))
+            with quiet():
+                return self._checked(lambda: self.worker.call(command, event, _stage(command)))
 
         def compiled(side) -> dict:
             if shape not in self.compiled:

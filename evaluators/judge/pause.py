@@ -1,0 +1,103 @@
+"""Stopping a candidate's processes while the reference is timed beside it.
+
+The two are timed in turns (judge/timing_plan.py), and the candidate's process lives on through the reference's
+turns. Left running, a thread of it could keep the device or the host busy exactly then, slowing the reference
+and raising the baseline. SIGSTOP stops every thread of a process, and no handler can catch or ignore it.
+
+Every process the worker started is stopped, whatever process group or session it moved to: they are found as
+descendants of the worker's first process, through /proc's lists of each thread's children. In its own PID
+namespace an orphan is adopted by the namespace's first process, so it stays a descendant; without a namespace it
+is adopted outside and is not found. Work the candidate queued on the device before it was stopped still runs
+(docs/CONTRACTS.md).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+PROC = Path("/proc")
+# How long a stop may take to show in /proc (a thread in a system call stops on its way out), and how many scans
+# catch processes forked while the first were being stopped.
+SETTLE_S, SCANS = 0.2, 5
+
+
+@contextmanager
+def stopped(root: int):
+    """Stop the process `root`, its process group and every descendant; continue them all afterwards."""
+    signalled = {root}
+    try:
+        _signal_group(root, signal.SIGSTOP)
+        _kill(root, signal.SIGSTOP)
+        for _ in range(SCANS):
+            new = descendants(root) - signalled
+            if not new:
+                break
+            for pid in new:
+                _kill(pid, signal.SIGSTOP)
+            signalled |= new
+        _settle(signalled)
+        yield
+    finally:
+        _signal_group(root, signal.SIGCONT)
+        for pid in signalled:
+            _kill(pid, signal.SIGCONT)
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below `root`, by the children each of their threads forked."""
+    found, todo = set(), [root]
+    while todo:
+        for task in _tasks(todo.pop()):
+            try:
+                children = [int(pid) for pid in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue  # gone meanwhile
+            for child in children:
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
+def _signal_group(group: int, number: int) -> None:
+    try:
+        os.killpg(group, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _settle(pids: set[int]) -> None:
+    """Wait (briefly) until every thread of `pids` reads as stopped: signals arrive asynchronously."""
+    deadline = time.monotonic() + SETTLE_S
+    pending = {task for pid in pids for task in _tasks(pid)}
+    while pending and time.monotonic() < deadline:
+        pending = {task for task in pending if _state(task) not in (None, "T", "t", "Z", "X")}
+        if pending:
+            time.sleep(0.0005)
+
+
+def _tasks(pid: int) -> list[Path]:
+    try:
+        return list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return []
+
+
+def _state(task: Path) -> str | None:
+    """A thread's state letter from its /proc stat line (the name before it, in parentheses, may hold spaces)."""
+    try:
+        text = (task / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :][:1] or None
