@@ -1,17 +1,21 @@
 """Each problem's reference judged as its own candidate, per benchmark shape, in three passes.
 
-`python bench/reference_against_itself.py PROBLEM... [--out DIR] [--root TREE]` on a GPU (bundled names or problem
-files; --root runs another checkout's evaluator, an earlier commit, with this script; --no-pin leaves the timing
-threads to the scheduler, as before the timing core). Pass 1
-is every problem's first evaluation in this process, pass 2 reuses the warm references (their timings cached) where
-they are still warm, pass 3 starts after every warm reference is closed. Prints, per evaluation, the speedup and each
-benchmark shape's reference/candidate medians (ms); writes reference_against_itself.jsonl, with each shape's
-timed repetitions of both sides and the events' tick. Every speedup should be 1.00: what moves is the timing's
-noise. Ends with how many shape timings were off by more than 2 %, and how many evaluations carried
-`timing_disputed`.
+`python bench/reference_against_itself.py PROBLEM... [--out DIR] [--root TREE] [--no-pin]` on a GPU (bundled names
+or problem files; --root runs another checkout's evaluator, an earlier commit, with this script; --no-pin leaves
+the timing threads to the scheduler, as before the timing core). Pass 1 is every problem's first evaluation in this
+process, pass 2 reuses the warm references where they are still warm, pass 3 starts after every warm reference is
+closed. Prints, per evaluation, the speedup and each benchmark shape's reference/candidate figures (ms); writes
+reference_against_itself.jsonl, with each shape's timed repetitions of both sides, their side-stream probes and
+the events' tick. Every speedup should be 1.00: what moves is the timing's noise. Ends with how many shape timings
+were off by more than 2 %, and how many evaluations carried `timing_disputed`.
+
+`python bench/reference_against_itself.py --reanalyze JSONL[.gz]` (anywhere) judges a kept file's times again by this
+checkout's rules (`judge/verdicts.py`: the medians, and the side-stream probe beyond the reference's). A file from
+before the probes were kept gives them as each figure less its median: what the evaluator then added.
 """
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -28,12 +32,36 @@ from evaluators.judge import reference_pool, verdicts  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 RAW: list[tuple[list[float], list[float]]] = []  # (reference's, candidate's) times of each shape judged
+PROBES: list[tuple[float, float]] = []  # (reference's, candidate's) side-stream probe of each shape judged
 _apply = verdicts.apply_shape_timing
 
 
 def _kept(result, index, timing, reference, *args, **kwargs):
     RAW.append((reference.facts["times_ms"], timing.facts["times_ms"]))
+    PROBES.append((reference.side_stream_ms, timing.side_stream_ms))
     return _apply(result, index, timing, reference, *args, **kwargs)
+
+
+def reanalyze(path: Path) -> list[float]:
+    """Each kept shape's candidate/reference ratio by this checkout's rules."""
+    ratios = []
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
+        row = json.loads(line)
+        probes = row.get("probes_ms") or [
+            (s[1] - verdicts.median_and_spread(r)[0], s[2] - verdicts.median_and_spread(c)[0])
+            for s, (r, c) in zip(row["shapes"], row["times_ms"], strict=True)
+        ]
+        for (r, c), (r_probe, c_probe) in zip(row["times_ms"], probes, strict=True):
+            baseline, runtime = verdicts.median_and_spread(r)[0], verdicts.median_and_spread(c)[0]
+            ratios.append((runtime + verdicts.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
+    return ratios
+
+
+def summary(ratios: list[float]) -> str:
+    off = [r for r in ratios if abs(r - 1) > 0.02]
+    worst = max(ratios, key=lambda r: abs(r - 1), default=1.0)
+    return f"{len(off)} of {len(ratios)} shape timings off by more than 2 % (worst {worst:.3f})"
 
 
 verdicts.apply_shape_timing = _kept
@@ -47,11 +75,15 @@ def tick_ms(times: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("problems", nargs="+")
+    parser.add_argument("problems", nargs="*")
+    parser.add_argument("--reanalyze", type=Path, help="a kept jsonl to judge again by this checkout's rules")
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--root", type=Path, help="the checkout whose evaluator runs (default: this one)")
     parser.add_argument("--no-pin", action="store_true", help="leave the timing threads to the scheduler")
     args = parser.parse_args()
+    if args.reanalyze:
+        print(f"{args.reanalyze}, by {ROOT}'s rules: {summary(reanalyze(args.reanalyze))}")
+        return
     options = EvalOptions(pin_timing=False) if args.no_pin else EvalOptions()
     ratios, disputed = [], 0
     problems = [load_problem(spec) for spec in args.problems]
@@ -65,20 +97,17 @@ def main() -> None:
                 timed = [s for s in result.shapes if s.runtime_ms]
                 shapes = [[s.name, s.baseline_ms, s.runtime_ms, s.spread, s.reps] for s in timed]
                 flags = [f.code for f in result.flags]
-                raw, RAW[:] = list(RAW), []
+                raw, probes, RAW[:], PROBES[:] = list(RAW), list(PROBES), [], []
                 row = {"pass": run, "problem": problem.name, "status": result.status, "speedup": result.speedup,
                        "wall_s": time.perf_counter() - started, "ended": time.time(), "shapes": shapes, "flags": flags,
-                       "tick_ms": [tick_ms(r) for r, _ in raw], "times_ms": raw}  # fmt: skip
+                       "tick_ms": [tick_ms(r) for r, _ in raw], "times_ms": raw, "probes_ms": probes}  # fmt: skip
                 ratios += [s[2] / s[1] for s in shapes]
                 disputed += "timing_disputed" in flags
                 log.write(json.dumps(row) + "\n")
                 log.flush()
                 figures = " ".join(f"{s[1]:.4g}/{s[2]:.4g}" for s in shapes)
                 print(run, problem.name[:40], result.status, f"{result.speedup or 0:.3f}", figures, flags, flush=True)
-    off = [r for r in ratios if abs(r - 1) > 0.02]
-    worst = max(ratios, key=lambda r: abs(r - 1), default=1.0)
-    print(f"{ROOT}: {len(off)} of {len(ratios)} shape timings off by more than 2 % (worst {worst:.3f}), "
-          f"{disputed} evaluation(s) with timing_disputed")  # fmt: skip
+    print(f"{ROOT}: {summary(ratios)}, {disputed} evaluation(s) with timing_disputed")
 
 
 if __name__ == "__main__":
