@@ -101,15 +101,20 @@ def main(argv: list[str] | None = None) -> int:
     """Run one evaluation; the exit status says whether it ran, not what it found."""
     args = parse_args(argv)
     from evaluators.judge import spares
-    from evaluators.judge.toolchain import resolve_device, toolchain_key
+    from evaluators.judge.toolchain import named_device, resolve_device, toolchain_key
 
+    spares.evaluate_once()
     try:
-        options, device = options_from(args), resolve_device(args.device)
+        options = options_from(args)
+        # Both workers import torch while the rest below loads. A device named outright starts them before the
+        # driver is asked whether it has that GPU (its first call initialises it); `auto` must ask first.
+        if named_device(args.device):
+            spares.prestart(options, toolchain_key(), args.device)
+        device = resolve_device(args.device)
     except ValueError as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
-    spares.evaluate_once()
-    spares.prestart(options, toolchain_key(), device)  # both workers import torch while the rest below loads
+    spares.prestart(options, toolchain_key(), device)  # started already unless `auto`
     from rich.console import Console
 
     from evaluators.judge.evaluate import EnvironmentFailure, evaluate

@@ -19,7 +19,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from evaluators.judge import spares, verdicts, wall
+from evaluators.judge import process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import EnvironmentFailure, ReferenceOutOfMemory, discard, reference_for, release
@@ -102,6 +102,7 @@ class Contended(Exception):
 
 def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
     """One try at the evaluation; with `overlap`, the candidate may build while a new reference plans."""
+    process.wait_for_dismissed()  # an earlier evaluation's candidate gives its device memory back first
     # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
     # evaluation to get ready for the next one.
     candidate = spares.claim("candidate", options, toolchain, device)
@@ -134,7 +135,7 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
 
 
 def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
-    cleanup.callback(candidate.close)
+    cleanup.callback(candidate.dismiss)
     ask = _Asker(candidate, result, contended_by_oom=together)
 
     def first_build() -> None:

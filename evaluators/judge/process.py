@@ -69,6 +69,8 @@ def pid_namespace_available() -> bool:
     return probe.returncode == 0
 
 
+_dismissed: list[Worker] = []  # killed, maybe not yet gone (Worker.dismiss)
+_dismissed_lock = threading.Lock()
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
@@ -235,8 +237,22 @@ class Worker:
                 pass
 
     def close(self) -> None:
-        """Kill what is left and remove the scratch directory."""
+        """Kill what is left, wait for it to go, and remove the scratch directory."""
         self.kill()
+        self._release()
+
+    def dismiss(self) -> None:
+        """Kill the worker and remove its scratch directory; wait_for_dismissed() waits for it to go.
+
+        A killed process with a CUDA context takes a moment to go while the driver tears the context down. The
+        evaluation that used it need not wait for that; the next one must, before its workers use the memory.
+        """
+        self.stop()
+        self._release()
+        with _dismissed_lock:
+            _dismissed.append(self)
+
+    def _release(self) -> None:
         for fd in (self._ctl_w, self._chan_r):
             try:
                 os.close(fd)
@@ -246,12 +262,22 @@ class Worker:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def close_together(workers: list[Worker]) -> None:
-    """Close several workers: all killed at once, then each waited for (each takes a moment to give its GPU back)."""
+def wait_for_dismissed() -> None:
+    """Wait until every dismissed worker is gone and its device memory free."""
+    with _dismissed_lock:
+        while _dismissed:
+            _dismissed.pop().proc.wait()
+
+
+def close_together(workers: list[Worker], wait: bool = True) -> None:
+    """Close several workers: all killed at once, then each waited for (each takes a moment to give its GPU back).
+
+    Without `wait` they are dismissed: at exit, nothing that follows needs their memory.
+    """
     for worker in workers:
         worker.stop()
     for worker in workers:
-        worker.close()
+        worker.close() if wait else worker.dismiss()
 
 
 def _signal_name(number: int) -> str:

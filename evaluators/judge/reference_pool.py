@@ -244,9 +244,11 @@ def release(reference: ReferenceWorker) -> None:
         reference.users -= 1
 
 
-@atexit.register
-def close_all() -> None:
-    """End every warm reference (at exit, and in tests that want a cold start)."""
+def close_all(wait: bool = True) -> None:
+    """End every warm reference (at exit, without waiting for them, and in tests that want a cold start)."""
     with _pool_lock:
-        close_together([reference.worker for reference in _pool.values()])
+        close_together([reference.worker for reference in _pool.values()], wait)
         _pool.clear()
+
+
+atexit.register(close_all, wait=False)

@@ -91,10 +91,12 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
     worker.close()
 
 
-@atexit.register
-def close_all() -> None:
-    """End every waiting spare (their control pipe closes and they exit)."""
+def close_all(wait: bool = True) -> None:
+    """End every waiting spare (their control pipe closes and they exit); at exit, without waiting for them."""
     with _lock:
-        close_together([spare for queue in _spares.values() for spare in queue])
+        close_together([spare for queue in _spares.values() for spare in queue], wait)
         _spares.clear()
         _claims.clear()
+
+
+atexit.register(close_all, wait=False)

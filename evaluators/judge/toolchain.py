@@ -33,16 +33,25 @@ def toolchain_key() -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
+def named_device(device: str) -> bool:
+    """Whether `device` names one outright (cpu, cuda, cuda:N) rather than `auto`; only its form is checked.
+
+    Raises ValueError, with a one-line message, for neither.
+    """
+    match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
+    if device != "auto" and (not match or (match[1] == "cpu" and match[2] is not None)):
+        raise ValueError(f"unknown device {device!r}; expected auto, cpu, cuda or cuda:N")
+    return device != "auto"
+
+
 def resolve_device(device: str) -> str:
     """`auto` -> cuda when a GPU is visible, else cpu; `cuda:N` is checked against the visible GPUs.
 
     Raises ValueError, with a one-line message, for anything unusable.
     """
-    if device == "auto":
+    if not named_device(device):
         return "cuda" if visible_gpus() else "cpu"
     match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
-    if not match or (match[1] == "cpu" and match[2] is not None):
-        raise ValueError(f"unknown device {device!r}; expected auto, cpu, cuda or cuda:N")
     if match[1] == "cuda" and not visible_gpus():
         raise ValueError(f"--device {device} asked for, but no CUDA/ROCm GPU is visible")
     if match[2] is not None and int(match[2]) >= len(visible_gpus()):

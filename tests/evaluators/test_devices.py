@@ -1,8 +1,11 @@
 """Device names: `cuda:N` parsing and errors, and the one GPU a `cuda:N` worker is shown."""
 
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -101,9 +104,29 @@ def test_graph_spreads_slots_over_gpus_the_evaluator_accepts(two_gpus):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
-def test_cli_device_errors_exit_2_with_one_line():
+def test_cli_device_errors_exit_2_with_one_line(tmp_path):
+    """A GPU named outright starts the workers before the driver is asked; refused, they go with the CLI."""
     for device in ("cuda:1", "tpu"):
         args = ["--problem", str(PROBLEM), "--candidate", str(CANDIDATES / "torch_only.py"), "--device", device]
-        done = subprocess.run([sys.executable, "-m", "evaluators.run", *args], capture_output=True, text=True)
+        env = os.environ | {"TMPDIR": str(tmp_path)}  # where the workers' scratch directories are made
+        done = subprocess.run([sys.executable, "-m", "evaluators.run", *args], capture_output=True, text=True, env=env)
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "device" in done.stderr
+        assert not list(tmp_path.iterdir())
+        assert not _processes_in(tmp_path, timeout_s=30)
+
+
+def _processes_in(directory: Path, timeout_s: float) -> list[str]:
+    """The processes whose working directory is under `directory`, once they had `timeout_s` to go."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        inside = []
+        for cwd in Path("/proc").glob("[0-9]*/cwd"):
+            try:
+                if str(cwd.readlink()).startswith(str(directory)):
+                    inside.append(cwd.parent.name)
+            except OSError:
+                continue
+        if not inside or time.monotonic() > deadline:
+            return inside
+        time.sleep(0.1)

@@ -1,0 +1,30 @@
+"""A finished evaluation's candidate is killed and left to go; the next evaluation waits for it before it starts."""
+
+from evaluators.judge import process
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import Worker
+from evaluators.judge.toolchain import toolchain_key
+
+
+def test_the_next_evaluation_waits_for_the_last_ones_candidate(run_cpu):
+    process.wait_for_dismissed()
+    first = run_cpu("torch_only")
+    (dismissed,) = process._dismissed
+    assert first.status == "correct" and not dismissed.scratch.exists()  # killed, its directory gone
+    second = run_cpu("torch_only")
+    assert second.status == "correct"
+    assert dismissed.proc.returncode is not None  # reaped before the second evaluation began
+    assert process._dismissed != [dismissed] and len(process._dismissed) == 1
+    process.wait_for_dismissed()
+    assert not process._dismissed
+
+
+def test_closing_without_a_wait_leaves_the_workers_to_go(tmp_path):
+    """At exit nothing needs the workers' memory: they are killed and not waited for."""
+    options = EvalOptions(cache_dir=tmp_path)
+    workers = [Worker(role, options, toolchain_key(), "cpu") for role in ("reference", "candidate")]
+    process.close_together(workers, wait=False)
+    assert [worker.proc.returncode for worker in workers] == [None, None]
+    process.wait_for_dismissed()
+    assert all(worker.proc.returncode < 0 for worker in workers)
+
