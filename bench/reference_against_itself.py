@@ -11,12 +11,15 @@ were off by more than 2 %, and how many evaluations carried `timing_disputed`.
 
 `python bench/reference_against_itself.py --reanalyze JSONL[.gz]` (anywhere) judges a kept file's times again by this
 checkout's rules (`judge/verdicts.py`: the medians, and the side-stream probe beyond the reference's). A file from
-before the probes were kept gives them as each figure less its median: what the evaluator then added.
+before the probes were kept gives them as each figure less its median: what the evaluator then added. Each shape
+off by more than 2 % also gets its blocks compared (split as `judge/timing_plan.py` splits them): in how many the
+candidate's median is above the reference's, and the median of the blocks' own ratios.
 """
 
 import argparse
 import gzip
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernelbench_eval import alias_candidate  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.judge import reference_pool, verdicts  # noqa: E402
+from evaluators.judge import reference_pool, timing_plan, verdicts  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 RAW: list[tuple[list[float], list[float]]] = []  # (reference's, candidate's) times of each shape judged
@@ -42,8 +45,27 @@ def _kept(result, index, timing, reference, *args, **kwargs):
     return _apply(result, index, timing, reference, *args, **kwargs)
 
 
+def blocks_of(times: list[float], count: int) -> list[float]:
+    """The median of each timing block, as timing_plan split the side's repetitions."""
+    return [statistics.median(times[first : first + reps]) for first, reps in timing_plan.split(len(times), count)]
+
+
+def offset_or_episode(reference: list[float], candidate: list[float]) -> str:
+    """How a missed shape's blocks compare, side by side.
+
+    One side above in nearly every block is an offset between the two processes, which taking turns cannot share;
+    a drift or an episode leaves the blocks' own ratios near 1.
+    """
+    fewest = min(len(reference), len(candidate))
+    count = max(1, min(timing_plan.TIMING_BLOCKS, fewest // timing_plan.BLOCK_REPS))
+    ours, theirs = blocks_of(reference, count), blocks_of(candidate, count)
+    above = sum(c > r for r, c in zip(ours, theirs, strict=True))
+    paired = statistics.median(c / r for r, c in zip(ours, theirs, strict=True))
+    return f"candidate above in {above} of {count} blocks, blocks' median ratio {paired:.3f}"
+
+
 def reanalyze(path: Path) -> list[float]:
-    """Each kept shape's candidate/reference ratio by this checkout's rules."""
+    """Each kept shape's candidate/reference ratio by this checkout's rules; how each miss's blocks compare."""
     ratios = []
     text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     for line in text.splitlines():
@@ -55,6 +77,8 @@ def reanalyze(path: Path) -> list[float]:
         for (r, c), (r_probe, c_probe) in zip(row["times_ms"], probes, strict=True):
             baseline, runtime = verdicts.median_and_spread(r)[0], verdicts.median_and_spread(c)[0]
             ratios.append((runtime + verdicts.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
+            if abs(ratios[-1] - 1) > 0.02:
+                print(f"  pass {row['pass']} {row['problem']}: {ratios[-1]:.3f}, {offset_or_episode(r, c)}")
     return ratios
 
 
