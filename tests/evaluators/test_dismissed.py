@@ -23,8 +23,11 @@ def test_closing_without_a_wait_leaves_the_workers_to_go(tmp_path):
     """At exit nothing needs the workers' memory: they are killed and not waited for."""
     options = EvalOptions(cache_dir=tmp_path)
     workers = [Worker(role, options, toolchain_key(), "cpu") for role in ("reference", "candidate")]
+    waited = []
+    for worker in workers:
+        worker.proc.wait = lambda timeout=None, wait=worker.proc.wait, pid=worker.proc.pid: waited.append(pid) or wait()
     process.close_together(workers, wait=False)
-    assert [worker.proc.returncode for worker in workers] == [None, None]
+    assert not waited and not any(worker.scratch.exists() for worker in workers)
     process.wait_for_dismissed()
+    assert sorted(waited) == sorted(worker.proc.pid for worker in workers)
     assert all(worker.proc.returncode < 0 for worker in workers)
-
