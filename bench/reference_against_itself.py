@@ -56,8 +56,7 @@ def offset_or_episode(reference: list[float], candidate: list[float]) -> str:
     One side above in nearly every block is an offset between the two processes, which taking turns cannot share;
     a drift or an episode leaves the blocks' own ratios near 1.
     """
-    fewest = min(len(reference), len(candidate))
-    count = max(1, min(timing_plan.TIMING_BLOCKS, fewest // timing_plan.BLOCK_REPS))
+    count = timing_plan.block_count(len(reference), len(candidate), "cuda")
     ours, theirs = blocks_of(reference, count), blocks_of(candidate, count)
     above = sum(c > r for r, c in zip(ours, theirs, strict=True))
     paired = statistics.median(c / r for r, c in zip(ours, theirs, strict=True))

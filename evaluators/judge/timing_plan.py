@@ -78,6 +78,12 @@ def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
     return sorted(_RANDOM.sample(range(timing.reps), min(retained, timing.reps)))
 
 
+def block_count(reference_reps: int, candidate_reps: int, device: str) -> int:
+    """Blocks a side: on a GPU up to TIMING_BLOCKS of at least BLOCK_REPS; on the CPU one repetition a block."""
+    fewest = min(reference_reps, candidate_reps)
+    return max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
+
+
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
     """(first repetition, count) of each block: `reps` in `blocks` nearly equal runs."""
     bounds = [reps * b // blocks for b in range(blocks + 1)]
@@ -177,8 +183,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 side.warm_up()
             for side in (reference, candidate):
                 side.rehearse()
-            fewest = min(reference.timing.reps, candidate.timing.reps)
-            blocks = max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
+            blocks = block_count(reference.timing.reps, candidate.timing.reps, device)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 # Turns in the order ABBA: a steady drift (clocks ramping) favours neither side.

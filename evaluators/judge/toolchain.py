@@ -38,10 +38,17 @@ def named_device(device: str) -> bool:
 
     Raises ValueError, with a one-line message, for neither.
     """
+    return _device_form(device) is not None
+
+
+def _device_form(device: str) -> re.Match | None:
+    """`device` parsed as cpu, cuda or cuda:N; None for `auto`; ValueError for anything else."""
+    if device == "auto":
+        return None
     match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
-    if device != "auto" and (not match or (match[1] == "cpu" and match[2] is not None)):
+    if not match or (match[1] == "cpu" and match[2] is not None):
         raise ValueError(f"unknown device {device!r}; expected auto, cpu, cuda or cuda:N")
-    return device != "auto"
+    return match
 
 
 def resolve_device(device: str) -> str:
@@ -49,9 +56,9 @@ def resolve_device(device: str) -> str:
 
     Raises ValueError, with a one-line message, for anything unusable.
     """
-    if not named_device(device):
+    match = _device_form(device)
+    if match is None:
         return "cuda" if visible_gpus() else "cpu"
-    match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", device)
     if match[1] == "cuda" and not visible_gpus():
         raise ValueError(f"--device {device} asked for, but no CUDA/ROCm GPU is visible")
     if match[2] is not None and int(match[2]) >= len(visible_gpus()):
