@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_run(tree: Path, problem: Path, candidate: Path, device: str) -> dict:
     """Seconds to the JSON verdict line and to the exit of one cold CLI process, with its stages."""
     with tempfile.TemporaryDirectory() as cache:
-        env = os.environ | {"KS_CACHE_DIR": cache, "PYTHONPATH": str(tree)}
+        # The tree first; what the caller's PYTHONPATH held (packages carried to a machine) stays after it.
+        paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env = os.environ | {"KS_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join(paths)}
         command = [sys.executable, "-m", "evaluators.run", "--problem", str(problem), "--candidate", str(candidate)]
         start = time.perf_counter()
         proc = subprocess.Popen(

@@ -11,11 +11,16 @@ The reference is also timed with no repetition, so the parent can tell its fixed
 per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch keys and
 the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. The parent
 holds the device's timing lock around all of it, so its clock never counts a wait for it.
+
+On a GPU both sides' repetitions hold the stream for the same lead before each start event (worker/timing.py), so
+the events time the device's work, not the host thread's launches: LEAD_FACTOR times the reference's issue time per
+call in its rehearsal, which covers a process that issues the same calls 2.1x slower (bench/launch_bound.py).
 """
 
 from __future__ import annotations
 
 import secrets
+import statistics
 from dataclasses import dataclass, field
 
 from evaluators.judge.options import EvalOptions
@@ -33,7 +38,9 @@ REHEARSAL_REPS = 5
 # triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow.
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
+LEAD_FACTOR, LEAD_CAP_MS = 3.0, 2.0
 _RANDOM = secrets.SystemRandom()
+_CALIBRATE_MS = 1e-3  # the reference's rehearsal holds the stream this little: enough to calibrate its spin
 
 
 @dataclass
@@ -84,6 +91,11 @@ def block_count(reference_reps: int, candidate_reps: int, device: str) -> int:
     return max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
 
 
+def lead_ms(issue_ms: list[float] | None) -> float:
+    """The stream's hold before each timed call, from the reference's issue times in its rehearsal (ms)."""
+    return min(LEAD_FACTOR * statistics.median(issue_ms), LEAD_CAP_MS) if issue_ms else 0.0
+
+
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
     """(first repetition, count) of each block: `reps` in `blocks` nearly equal runs."""
     bounds = [reps * b // blocks for b in range(blocks + 1)]
@@ -101,6 +113,7 @@ class Side:
         self.timing: ShapeTiming | None = None
         self.seconds = 0.0
         self.commands = 0
+        self.lead_ms = 0.0
 
     def warm_up(self) -> None:
         """Warm the process up at the shape and plan its timing from the seconds per call the warm-up showed.
@@ -130,24 +143,26 @@ class Side:
         hold = None if timing.hold is None else [r for r in timing.hold if first <= r < first + reps]
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": timing.nonce,
-            "sketch_key": timing.sketch_key, "hold": hold, "last": last,
+            "sketch_key": timing.sketch_key, "hold": hold, "last": last, "lead_ms": self.lead_ms,
         }  # fmt: skip
 
-    def rehearse(self) -> None:
-        """On a GPU, a run unchecked and untimed by anyone.
+    def rehearse(self, lead: float) -> list[float] | None:
+        """On a GPU, a run unchecked and untimed by anyone, holding the stream `lead` ms; its calls' issue times.
 
-        The allocator's blocks, the events and the sketch's weights then exist before the parent's clock starts, on
-        both sides alike.
+        The allocator's blocks, the events, the spin's calibration and the sketch's weights then exist before the
+        parent's clock starts, on both sides alike.
         """
-        if device_kind(self.device) == "cuda":
-            rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False)
-            self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing")
+        if device_kind(self.device) != "cuda":
+            return None
+        self.lead_ms = lead
+        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False)
+        return self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing").meta.get("issue_ms")
 
     def block(self, first: int, reps: int, last: bool) -> None:
         """One block of repetitions, its reply joined to the earlier blocks'."""
         reply = self.call(self.command(first, reps, last), "timing")
         facts = self.timing.facts
-        for key in ("times_ms", "sketches"):
+        for key in ("times_ms", "sketches", "issue_ms"):
             values = reply.meta.get(key)
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed), and a
             # block's extras shift the sketches off the repetitions they must match.
@@ -181,8 +196,9 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         if memory["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()
-            for side in (reference, candidate):
-                side.rehearse()
+            lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
+            reference.lead_ms = lead
+            candidate.rehearse(lead)
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
@@ -194,11 +210,12 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
             reference.warm_up()
-            reference.rehearse()
+            lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
+            reference.lead_ms = lead
             reference.block(0, reference.timing.reps, last=False)
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
-            candidate.rehearse()
+            candidate.rehearse(lead)
             candidate.block(0, candidate.timing.reps, last=True)
         candidate_timing = candidate.finish(reference=False)
         if compiled is not None:

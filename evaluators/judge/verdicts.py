@@ -118,6 +118,15 @@ def apply_shape_timing(
             "the parent's figure is used",
         )
         runtime = max(runtime, clock.parent_ms)
+    issued = issue_median(timing.facts.get("issue_ms"), timing.reps)
+    if device == "cuda" and issued is not None and issued > runtime:
+        result.flag(
+            "host_bound",
+            f"shape {shape_result.name}: each call takes {issued:.3g} ms to issue on the host, longer than the "
+            f"{runtime:.3g} ms it runs on the device. The figure is the device's: the timing holds the stream until "
+            "the launches are queued. Called back to back, the calls would go at the host's pace; fewer launches "
+            "would help",
+        )
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
     shape_result.speedup = baseline / runtime if runtime > 0 else None
     _apply_compiled(result, shape_result, reference.compiled, runtime)
@@ -129,6 +138,15 @@ def apply_shape_timing(
         roof = roofline_report(work, dtype, runtime, peaks, options.peak_tflops, options.peak_gbps)
         shape_result.roofline, shape_result.roofline_fraction = roof, roof.fraction
     return True
+
+
+def issue_median(issued, reps: int) -> float | None:
+    """The median of a timing's host issue times (ms), or None where the reply did not give one per repetition."""
+    if not (isinstance(issued, list) and len(issued) == reps and reps):
+        return None
+    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in issued):
+        return None
+    return statistics.median(issued)
 
 
 def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:

@@ -6,6 +6,13 @@ Every timed repetition gets inputs drawn anew from a nonce the parent sent with 
 allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
 replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
 repetitions the parent chose are held for its check.
+
+On a GPU the stream is held by a spin of the parent's `lead_ms` before each start event, so the call's launches are
+queued before the device reaches it and the events time the device's work. Unheld, a call that issues slower than
+the device runs it is timed at its host thread's speed, and that speed differed up to 2.1x between fresh processes
+on one pinned core of an H100 host (bench/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart.
+Host work done before the call's first launch hides under the lead; work that needs the call's inputs cannot,
+since those are drawn on the device behind the held stream. Each call's issue time is reported beside its time.
 """
 
 from __future__ import annotations
@@ -39,8 +46,22 @@ class Clocks:
             self.elapsed = torch._C._CudaEventBase.elapsed_time
             self.wait_event = torch._C._CudaEventBase.synchronize
             self.sync = torch._C._cuda_synchronize
+            self.spin = torch.cuda._sleep  # a kernel that busy-waits for a number of the device's clock cycles
+            self.cycles_per_ms: float | None = None
         else:
             self.sync = lambda: None
+
+    def spin_cycles(self, ms: float) -> int:
+        """Clock cycles of the device's spin that last about `ms` (calibrated once by events)."""
+        if self.cycles_per_ms is None:
+            start, end = self.Event(enable_timing=True), self.Event(enable_timing=True)
+            self.spin(10_000)  # its first launch loads the kernel
+            self.record(start)
+            self.spin(1_000_000)
+            self.record(end)
+            self.wait_event(end)
+            self.cycles_per_ms = 1_000_000 / max(self.elapsed(start, end), 1e-3)
+        return int(ms * self.cycles_per_ms)
 
 
 @dataclass
@@ -55,6 +76,7 @@ class TimingPlan:
     flush_mb: int
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
+    lead_ms: float = 0.0  # the spin that holds the stream before each start event (cuda)
 
 
 def rep_seed(nonce: int, shape: int, rep: int) -> int:
@@ -119,13 +141,18 @@ def _loop(
 ):  # fmt: skip
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
-    times, sketches, held = [], [], {}
+    lead = clocks.spin_cycles(plan.lead_ms) if cuda and plan.lead_ms > 0 else 0
+    times, issued, sketches, held = [], [], [], {}
     for i, rep in enumerate(numbers):
         args = pool.draw(rep_seed(plan.nonce, shape, rep))
         if cuda:
             flush.zero_()
+            if lead:
+                clocks.spin(lead)
             clocks.record(starts[i])
+            began = clocks.now()
             output = call(args)
+            issued.append((clocks.now() - began) * 1e3)
             clocks.record(ends[i])
         else:
             began = clocks.now()
@@ -149,8 +176,9 @@ def _loop(
     if cuda:
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
     values = [sketch_values(s) for s in sketches]
-    label = "cuda-events" if cuda else "interpreter"
-    return {"times_ms": times, "sketches": values, "label": label}, held
+    if not cuda:
+        return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
+    return {"times_ms": times, "issue_ms": issued, "sketches": values, "label": "cuda-events"}, held
 
 
 def side_stream_ms(call, inputs: list, clocks: Clocks, flush_mb: int) -> float:

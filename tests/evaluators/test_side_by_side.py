@@ -25,8 +25,8 @@ class Reply:
 class Process:
     """A worker answering the timing commands, recording them in one log shared with the other process."""
 
-    def __init__(self, name: str, log: list, call_s: float = CALL_S):
-        self.name, self.log, self.call_s = name, log, call_s
+    def __init__(self, name: str, log: list, call_s: float = CALL_S, issue_ms: float = 0.02):
+        self.name, self.log, self.call_s, self.issue_ms = name, log, call_s, issue_ms
 
     def __call__(self, command: dict, event: str) -> Reply:
         self.log.append((self.name, command))
@@ -39,6 +39,7 @@ class Process:
             "times_ms": [self.call_s * 1e3] * reps,
             "sketches": [[float(first + k)] for k in range(reps)],  # each repetition's number, to see the order
             "label": "fake",
+            "issue_ms": [self.issue_ms] * reps,
         }
         return Reply("timing", meta, FIXED_S + reps * self.call_s)
 
@@ -48,7 +49,8 @@ def cuda_lock(monkeypatch):
     monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
 
 
-def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int = 1 << 10, candidate_s=CALL_S):
+def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int = 1 << 10, candidate_s=CALL_S,
+           reference_issue_ms: float = 0.02):  # fmt: skip
     log = []
     memory = {
         "retained": 4,
@@ -56,7 +58,8 @@ def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int
         "sizes": [{"name": "s", "input_bytes": 1, "output_bytes": output_bytes}],
     }
     options = EvalOptions(cache_dir=tmp_path)
-    reference, candidate = Process("reference", log), Process("candidate", log, candidate_s)
+    reference = Process("reference", log, issue_ms=reference_issue_ms)
+    candidate = Process("candidate", log, candidate_s, issue_ms=0.5)
     timings = time_side_by_side(reference, candidate, 0, device, options, memory, False)
     return timings, log
 
@@ -131,6 +134,29 @@ def test_the_cpu_times_each_repetition_as_a_block(tmp_path):
     assert not [c for _, c in log if c["cmd"] == "probe"]
 
 
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_both_sides_hold_the_stream_for_a_lead_set_by_the_references_launches(tmp_path, cuda_lock, side_by_side):
+    """The reference's rehearsal issues its calls in 0.05 ms: every timed command of both sides holds 0.15 ms.
+
+    The candidate's own issue times (0.5 ms here) set nothing: its launches beyond the lead stay in its figure.
+    """
+    (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side, reference_issue_ms=0.05)
+    rehearsals = [(name, c) for name, c in log if c["cmd"] == "time" and c["nonce"] not in {
+        reference.nonce, candidate.nonce}]  # fmt: skip
+    assert [name for name, _ in rehearsals] == ["reference", "candidate"]
+    assert 0 < rehearsals[0][1]["lead_ms"] < 0.01  # enough to calibrate the spin, before the lead is known
+    assert rehearsals[1][1]["lead_ms"] == pytest.approx(0.15)
+    timed = [c for side in ("reference", "candidate") for c in _blocks(log, side)]
+    assert [c["lead_ms"] for c in timed] == pytest.approx([0.15] * len(timed))
+    assert candidate.facts["issue_ms"] == [0.5] * candidate.reps  # joined like the times, for the verdict
+
+
+def test_the_lead_has_a_cap_and_nothing_without_issue_times():
+    assert timing_plan.lead_ms([0.1, 0.3, 0.2]) == pytest.approx(0.6)
+    assert timing_plan.lead_ms([5.0] * 3) == timing_plan.LEAD_CAP_MS
+    assert timing_plan.lead_ms(None) == timing_plan.lead_ms([]) == 0.0
+
+
 def test_split_covers_the_repetitions_in_nearly_equal_runs():
     assert split(10, 3) == [(0, 3), (3, 3), (6, 4)]
     assert split(8, 8) == [(i, 1) for i in range(8)]
@@ -145,13 +171,15 @@ def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
     assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
 
 
-def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call_ms: float = 0.018):
+def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call_ms: float = 0.018, issue_ms=None):
     """One 100-repetition shape on a GPU, both sides at `call_ms`, with the side-stream probes' readings."""
     result = EvalResult(status="correct", device="cuda")
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
     sides = []
     for side_ms in (candidate_side_ms, reference_side_ms):
         facts = {"times_ms": [call_ms] * 100, "sketches": [[]] * 100}
+        if issue_ms is not None:
+            facts["issue_ms"] = issue_ms
         sides.append(ShapeTiming(100, None, 0, 0, facts, Span(0.1, 100), side_stream_ms=side_ms))
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
     assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
@@ -175,3 +203,11 @@ def test_the_side_stream_noise_band_grows_with_the_call():
     assert side_stream_counted(0.0031, 0.002, 0.018) == pytest.approx(0.0011)
     assert side_stream_counted(0.08, 0.02, 9.0) == 0.0  # 60 us on a 9 ms call: within 1 %
     assert side_stream_counted(0.2, 0.02, 9.0) == pytest.approx(0.18)
+
+
+def test_calls_that_issue_slower_than_they_run_are_flagged_but_timed_as_the_device_ran_them():
+    """0.03 ms to issue an 0.018 ms call: a soft flag, the device's figure kept; a reply without issue times: none."""
+    shape, flags = _judged_with_probes(0.0, 0.0, issue_ms=[0.03] * 100)
+    assert flags == ["host_bound"] and shape.runtime_ms == pytest.approx(0.018)
+    for issued in ([0.01] * 100, [0.03] * 99, [float("nan")] * 100, "fast", None):
+        assert _judged_with_probes(0.0, 0.0, issue_ms=issued)[1] == []
