@@ -32,15 +32,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# KernelBench's package imports its LLM clients at import time; the harness never calls them, so absent ones
-# are stood in for by empty modules. argv: its src dir, the problem file, the candidate file.
+# KernelBench's package imports its LLM clients, dotenv and tqdm at import time (and calls load_dotenv); the harness
+# needs none of them, so absent ones are stood in for by modules whose one name does nothing.
+# argv: its src dir, the problem file, the candidate file.
 HARNESS = r"""
 import importlib.util, json, sys, time, types
 sys.path.insert(0, sys.argv[1])
-for name, attr in (("openai", "OpenAI"), ("litellm", "completion")):
+for name, attr in (("openai", "OpenAI"), ("litellm", "completion"), ("dotenv", "load_dotenv"), ("tqdm", "tqdm")):
     if importlib.util.find_spec(name) is None:
         sys.modules[name] = types.ModuleType(name)
-        setattr(sys.modules[name], attr, None)
+        setattr(sys.modules[name], attr, lambda *args, **kwargs: None)
 import statistics, torch
 from kernelbench import timing
 from kernelbench.eval import eval_kernel_against_ref
