@@ -12,9 +12,10 @@ per repetition and calibrate its clock around the candidate's commands (judge/wa
 the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. The parent
 holds the device's timing lock around all of it, so its clock never counts a wait for it.
 
-On a GPU both sides' repetitions hold the stream for the same lead before each start event (worker/timing.py), so
-the events time the device's work, not the host thread's launches: LEAD_FACTOR times the reference's issue time per
-call in its rehearsal, which covers a process that issues the same calls 2.1x slower (bench/launch_bound.py).
+On a GPU both sides' repetitions hold the stream for the same lead (worker/timing.py), so the events time the
+device's work, not the host thread's launches. It is sized from the reference's rehearsal: LEAD_FACTOR times its
+issue time per call, which covers a process that issues the same calls 2.1x slower (bench/launch_bound.py), and
+PREPARE_FACTOR times its host time to draw the inputs and flush, which come after the spin.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ REHEARSAL_REPS = 5
 # triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow.
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
-LEAD_FACTOR, LEAD_CAP_MS = 3.0, 2.0
+LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 _RANDOM = secrets.SystemRandom()
 _CALIBRATE_MS = 1e-3  # the reference's rehearsal holds the stream this little: enough to calibrate its spin
 
@@ -91,9 +92,13 @@ def block_count(reference_reps: int, candidate_reps: int, device: str) -> int:
     return max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
 
 
-def lead_ms(issue_ms: list[float] | None) -> float:
-    """The stream's hold before each timed call, from the reference's issue times in its rehearsal (ms)."""
-    return min(LEAD_FACTOR * statistics.median(issue_ms), LEAD_CAP_MS) if issue_ms else 0.0
+def lead_ms(rehearsal: dict | None) -> float:
+    """The stream's hold before each repetition (ms), from the host times of the reference's rehearsal."""
+    issued, prepared = (rehearsal or {}).get("issue_ms"), (rehearsal or {}).get("prepare_ms")
+    if not (issued and prepared):
+        return 0.0
+    lead = LEAD_FACTOR * statistics.median(issued) + PREPARE_FACTOR * statistics.median(prepared)
+    return min(lead, LEAD_CAP_MS)
 
 
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
@@ -146,8 +151,8 @@ class Side:
             "sketch_key": timing.sketch_key, "hold": hold, "last": last, "lead_ms": self.lead_ms,
         }  # fmt: skip
 
-    def rehearse(self, lead: float) -> list[float] | None:
-        """On a GPU, a run unchecked and untimed by anyone, holding the stream `lead` ms; its calls' issue times.
+    def rehearse(self, lead: float) -> dict | None:
+        """On a GPU, a run unchecked and untimed by anyone, holding the stream `lead` ms; its reply's facts.
 
         The allocator's blocks, the events, the spin's calibration and the sketch's weights then exist before the
         parent's clock starts, on both sides alike.
@@ -156,7 +161,7 @@ class Side:
             return None
         self.lead_ms = lead
         rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False)
-        return self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing").meta.get("issue_ms")
+        return self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing").meta
 
     def block(self, first: int, reps: int, last: bool) -> None:
         """One block of repetitions, its reply joined to the earlier blocks'."""

@@ -7,12 +7,14 @@ allocations, a few sets alive in a shuffled order), so no cache keyed on pointer
 replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
 repetitions the parent chose are held for its check.
 
-On a GPU the stream is held by a spin of the parent's `lead_ms` before each start event, so the call's launches are
-queued before the device reaches it and the events time the device's work. Unheld, a call that issues slower than
-the device runs it is timed at its host thread's speed, and that speed differed up to 2.1x between fresh processes
-on one pinned core of an H100 host (bench/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart.
-Host work done before the call's first launch hides under the lead; work that needs the call's inputs cannot,
-since those are drawn on the device behind the held stream. Each call's issue time is reported beside its time.
+On a GPU each repetition first holds the stream with a spin of the parent's `lead_ms`, then draws the inputs and
+flushes, so the call's launches are queued before the device reaches the start event and the events time the
+device's work. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
+that speed differed up to 2.1x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
+the same reference, in two processes, 1.6-1.8x apart. The spin comes before the draw: work the call starts on a
+stream of its own while the timed stream is held finds this repetition's inputs not yet written, so the window for
+it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside its time: issuing the call,
+and preparing it (the draw, the flush and the start event).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class TimingPlan:
     flush_mb: int
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
-    lead_ms: float = 0.0  # the spin that holds the stream before each start event (cuda)
+    lead_ms: float = 0.0  # the spin that holds the stream before each repetition's draw (cuda)
 
 
 def rep_seed(nonce: int, shape: int, rep: int) -> int:
@@ -142,22 +144,24 @@ def _loop(
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = clocks.spin_cycles(plan.lead_ms) if cuda and plan.lead_ms > 0 else 0
-    times, issued, sketches, held = [], [], [], {}
+    times, issued, prepared, sketches, held = [], [], [], [], {}
     for i, rep in enumerate(numbers):
+        began = clocks.now()
+        if lead:
+            clocks.spin(lead)
         args = pool.draw(rep_seed(plan.nonce, shape, rep))
         if cuda:
             flush.zero_()
-            if lead:
-                clocks.spin(lead)
             clocks.record(starts[i])
-            began = clocks.now()
+            calling = clocks.now()
             output = call(args)
-            issued.append((clocks.now() - began) * 1e3)
+            issued.append((clocks.now() - calling) * 1e3)
+            prepared.append((calling - began) * 1e3)
             clocks.record(ends[i])
         else:
-            began = clocks.now()
+            calling = clocks.now()
             output = call(args)
-            times.append((clocks.now() - began) * 1e3)
+            times.append((clocks.now() - calling) * 1e3)
         outputs = flatten_outputs(output, copy=False)
         sketches.append(sketcher.sketch(outputs))
         if rep in hold:
@@ -178,7 +182,8 @@ def _loop(
     values = [sketch_values(s) for s in sketches]
     if not cuda:
         return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
-    return {"times_ms": times, "issue_ms": issued, "sketches": values, "label": "cuda-events"}, held
+    facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared}
+    return facts | {"sketches": values, "label": "cuda-events"}, held
 
 
 def side_stream_ms(call, inputs: list, clocks: Clocks, flush_mb: int) -> float:

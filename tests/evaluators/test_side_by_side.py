@@ -40,6 +40,7 @@ class Process:
             "sketches": [[float(first + k)] for k in range(reps)],  # each repetition's number, to see the order
             "label": "fake",
             "issue_ms": [self.issue_ms] * reps,
+            "prepare_ms": [0.04] * reps,
         }
         return Reply("timing", meta, FIXED_S + reps * self.call_s)
 
@@ -136,7 +137,7 @@ def test_the_cpu_times_each_repetition_as_a_block(tmp_path):
 
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_both_sides_hold_the_stream_for_a_lead_set_by_the_references_launches(tmp_path, cuda_lock, side_by_side):
-    """The reference's rehearsal issues its calls in 0.05 ms: every timed command of both sides holds 0.15 ms.
+    """The reference's rehearsal issues its calls in 0.05 ms, prepares them in 0.04: both sides hold 0.21 ms.
 
     The candidate's own issue times (0.5 ms here) set nothing: its launches beyond the lead stay in its figure.
     """
@@ -145,16 +146,16 @@ def test_both_sides_hold_the_stream_for_a_lead_set_by_the_references_launches(tm
         reference.nonce, candidate.nonce}]  # fmt: skip
     assert [name for name, _ in rehearsals] == ["reference", "candidate"]
     assert 0 < rehearsals[0][1]["lead_ms"] < 0.01  # enough to calibrate the spin, before the lead is known
-    assert rehearsals[1][1]["lead_ms"] == pytest.approx(0.15)
+    assert rehearsals[1][1]["lead_ms"] == pytest.approx(0.21)
     timed = [c for side in ("reference", "candidate") for c in _blocks(log, side)]
-    assert [c["lead_ms"] for c in timed] == pytest.approx([0.15] * len(timed))
+    assert [c["lead_ms"] for c in timed] == pytest.approx([0.21] * len(timed))
     assert candidate.facts["issue_ms"] == [0.5] * candidate.reps  # joined like the times, for the verdict
 
 
-def test_the_lead_has_a_cap_and_nothing_without_issue_times():
-    assert timing_plan.lead_ms([0.1, 0.3, 0.2]) == pytest.approx(0.6)
-    assert timing_plan.lead_ms([5.0] * 3) == timing_plan.LEAD_CAP_MS
-    assert timing_plan.lead_ms(None) == timing_plan.lead_ms([]) == 0.0
+def test_the_lead_has_a_cap_and_nothing_without_host_times():
+    assert timing_plan.lead_ms({"issue_ms": [0.1, 0.3, 0.2], "prepare_ms": [0.1] * 3}) == pytest.approx(0.75)
+    assert timing_plan.lead_ms({"issue_ms": [5.0] * 3, "prepare_ms": [0.1] * 3}) == timing_plan.LEAD_CAP_MS
+    assert timing_plan.lead_ms(None) == timing_plan.lead_ms({"issue_ms": [0.1]}) == 0.0  # a CPU reply has neither
 
 
 def test_split_covers_the_repetitions_in_nearly_equal_runs():

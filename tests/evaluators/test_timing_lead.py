@@ -1,0 +1,88 @@
+"""The worker's timing loop on a GPU: the stream held before each repetition's draw, its host times reported.
+
+Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
+on any machine; what the spin does to the timing is measured by bench/launch_bound.py and
+bench/reference_against_itself.py on a GPU.
+"""
+
+from contextlib import nullcontext
+
+import pytest
+import torch
+
+from evaluators.worker.sketch import Sketcher
+from evaluators.worker.timing import InputPool, TimingPlan, _loop
+
+
+class LoggingClocks:
+    """A GPU's clocks that queue nothing: each call is logged in order; the host clock ticks 1 us a reading."""
+
+    device = "cuda"
+
+    def __init__(self, log: list):
+        self.log, self.tick = log, 0.0
+
+    def now(self) -> float:
+        self.tick += 1e-6
+        return self.tick
+
+    def spin_cycles(self, ms: float) -> int:
+        return int(ms * 1e6)
+
+    def spin(self, cycles: int) -> None:
+        self.log.append(f"spin {cycles}")
+
+    def record(self, event) -> None:
+        self.log.append(f"record {event}")
+
+    def elapsed(self, start, end) -> float:
+        return 0.25
+
+    def sync(self) -> None:
+        self.log.append("sync")
+
+
+class Flush:
+    def __init__(self, log: list):
+        self.log = log
+
+    def zero_(self) -> None:
+        self.log.append("flush")
+
+
+def _looped(lead_ms: float, reps: int = 3):
+    log: list[str] = []
+
+    def fresh_inputs(seed: int) -> list:
+        log.append("draw")
+        return [torch.full((4,), float(seed))]
+
+    def call(args):
+        log.append("call")
+        return args[0] * 2
+
+    plan = TimingPlan(0, reps, nonce=7, sketch_key=11, hold=[], flush_mb=1, timing_sets=2, held_device="cpu",
+                      lead_ms=lead_ms)  # fmt: skip
+    starts, ends = [f"start{i}" for i in range(reps)], [f"end{i}" for i in range(reps)]
+    facts, held = _loop(
+        call, InputPool(fresh_inputs, 2), plan, LoggingClocks(log), 0, lambda on_device: nullcontext(), Flush(log),
+        starts, ends, set(), Sketcher(plan.sketch_key), range(reps),
+    )  # fmt: skip
+    return facts, log
+
+
+def test_the_stream_is_held_before_the_inputs_exist_then_flushed_then_timed():
+    """Spin, draw, flush, start, call, end: work the call starts beside the held stream finds no inputs yet."""
+    facts, log = _looped(lead_ms=0.2)
+    for i in range(3):
+        rep = log[i * 7 : (i + 1) * 7]
+        assert rep == ["spin 200000", "draw", "flush", f"record start{i}", "call", f"record end{i}", "sync"]
+    assert facts["times_ms"] == [0.25] * 3 and len(facts["sketches"]) == 3
+    # Host times per repetition: the call's issue (one tick), its preparation from the spin (draw, flush, start).
+    assert facts["issue_ms"] == pytest.approx([1e-3] * 3) and all(p > 0 for p in facts["prepare_ms"])
+
+
+def test_no_lead_no_spin():
+    facts, log = _looped(lead_ms=0.0)
+    assert not [entry for entry in log if entry.startswith("spin")]
+    assert len(facts["issue_ms"]) == len(facts["prepare_ms"]) == 3
