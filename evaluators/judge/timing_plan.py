@@ -14,7 +14,7 @@ holds the device's timing lock around all of it, so its clock never counts a wai
 
 On a GPU both sides' repetitions hold the stream for the same lead (worker/timing.py), so the events time the
 device's work, not the host thread's launches. It is sized from the reference's rehearsal: LEAD_FACTOR times its
-issue time per call, which covers a process that issues the same calls 2.1x slower (bench/launch_bound.py), and
+issue time per call, which covers a process that issues the same calls 2.6x slower (bench/launch_bound.py), and
 PREPARE_FACTOR times its host time to draw the inputs and flush, which come after the spin.
 """
 

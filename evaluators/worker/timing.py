@@ -10,7 +10,7 @@ repetitions the parent chose are held for its check.
 On a GPU each repetition first holds the stream with a spin of the parent's `lead_ms`, then draws the inputs and
 flushes, so the call's launches are queued before the device reaches the start event and the events time the
 device's work. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
-that speed differed up to 2.1x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
+that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
 the same reference, in two processes, 1.6-1.8x apart. The spin comes before the draw: work the call starts on a
 stream of its own while the timed stream is held finds this repetition's inputs not yet written, so the window for
 it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside its time: issuing the call,
