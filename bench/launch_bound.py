@@ -7,9 +7,9 @@ process above the other in nearly every block (`reference_against_itself.py --re
 Fresh processes, one after another, each pinned to the evaluator's timing core, time every benchmark shape of each
 problem's reference in the evaluator's loop (inputs drawn anew, the 512 MiB flush, events around the call, the
 device idle after each repetition), in turns:
-- as the evaluator times it;
-- held: the stream first kept busy by a 1 ms spin, so every launch of the call is queued before the device reaches
-  the start event: the device's time alone;
+- unheld, as the evaluator timed it before it held the stream (worker/timing.py);
+- held: a 1 ms spin after the flush, so every launch of the call is queued before the device reaches the start
+  event: the device's time alone (the evaluator spins before the draw, for a lead sized from the reference);
 - and, for both, the host's time to issue the call (nothing synchronizes inside it).
 Prints per shape each figure's median over the processes, and its spread (largest over smallest process median);
 writes launch_bound.json. Where the evaluator's figure spreads across processes and the held one does not, the

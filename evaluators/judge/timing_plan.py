@@ -188,6 +188,12 @@ class Side:
         return timing
 
 
+def _rehearse_reference(reference: Side) -> float:
+    """The reference's rehearsal, which sizes the lead both sides then hold (ms); the reference's set to it."""
+    reference.lead_ms = lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
+    return lead
+
+
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
                       strict: bool, compiled=None):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
@@ -201,9 +207,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         if memory["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()
-            lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
-            reference.lead_ms = lead
-            candidate.rehearse(lead)
+            candidate.rehearse(_rehearse_reference(reference))
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
@@ -215,8 +219,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
             reference.warm_up()
-            lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
-            reference.lead_ms = lead
+            lead = _rehearse_reference(reference)
             reference.block(0, reference.timing.reps, last=False)
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
