@@ -1,4 +1,5 @@
-"""The worker's timing loop on a GPU: the stream held before each repetition's draw, its host times reported.
+"""The worker's timing loop on a GPU: the stream held before each repetition's draw, its host times reported;
+the side-stream probe's reading.
 
 Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
 on any machine; what the spin does to the timing is measured by bench/launch_bound.py and
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from evaluators.worker.sketch import Sketcher
-from evaluators.worker.timing import InputPool, TimingPlan, _loop
+from evaluators.worker.timing import InputPool, TimingPlan, _loop, probe_reading
 
 
 class LoggingClocks:
@@ -86,3 +87,14 @@ def test_no_lead_no_spin():
     facts, log = _looped(lead_ms=0.0)
     assert not [entry for entry in log if entry.startswith("spin")]
     assert len(facts["issue_ms"]) == len(facts["prepare_ms"]) == 3
+
+
+def test_side_stream_probe_reads_past_host_delays_but_not_past_work():
+    idle = [10e-6, 11e-6, 10e-6, 40e-6, 10e-6, 12e-6, 10e-6]
+    # An honest one-stream call: three of seven readings lengthened by the host alone (preempted, driver busy),
+    # which a median would have counted as 30 us of work on another stream.
+    delayed = [10e-6, 45e-6, 11e-6, 40e-6, 10e-6, 41e-6, 12e-6]
+    assert probe_reading(idle, delayed) == 0.0
+    # Work still running on another stream after the end event lengthens every reading.
+    working = [t + 0.2e-3 for t in delayed]
+    assert probe_reading(idle, working) == pytest.approx(0.2)
