@@ -57,19 +57,29 @@ def _values(tensor: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(flat).reshape(-1) if flat.is_complex() else flat
 
 
-def sketch_values(sketches: list[tuple[list[int], torch.Tensor]]) -> list[list]:
-    """The sketches as JSON: [[shape, weighted sum], ...]; a non-finite sum is its name ("nan", "inf", "-inf")."""
-    if not sketches:
-        return []
-    values = _STACK([total for _, total in sketches]).tolist()
-    return [[shape, v if math.isfinite(v) else str(v)] for (shape, _), v in zip(sketches, values, strict=True)]
+def sketch_values(sketches: list[list[tuple[list[int], torch.Tensor]]]) -> list[list[list]]:
+    """Many outputs' sketches as JSON, read from the device at once.
+
+    Per output, [[shape, weighted sum], ...]; a non-finite sum is its name ("nan", "inf", "-inf").
+    """
+    sums = iter(read_back([[total for _, total in sketch] for sketch in sketches]))
+    return [[[shape, v if math.isfinite(v) else str(v)] for (shape, _), v in zip(sketch, next(sums), strict=True)]
+            for sketch in sketches]  # fmt: skip
 
 
-def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rtol) -> list[float]:
+def read_back(groups: list[list[torch.Tensor]]) -> list[list[float]]:
+    """Groups of device scalars as floats, in one transfer: one per scalar left the device idle after each."""
+    scalars = [_TO(value, torch.float64) for group in groups for value in group]
+    flat = iter(_STACK(scalars).tolist() if scalars else [])
+    return [[next(flat) for _ in group] for group in groups]
+
+
+def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rtol) -> list[torch.Tensor]:
     """Per tensor, how far an honest sketch may be from `expected`'s: eight standard deviations of the tolerance.
 
     The weights repeat every BLOCK elements, so the tolerances of the elements that share a weight add up before
     they are squared. The tolerance is compare.py's for the tensor's dtype where `atol`/`rtol` leave it open.
+    Device scalars, with no synchronization: read_back turns many repetitions' bounds into floats at once.
     """
     bounds = []
     for index, tensor in enumerate(expected):
@@ -77,13 +87,13 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
         flat = _values(tensor)
         weights = sketcher._weights(index, min(flat.numel(), BLOCK), flat.device)
         shared = torch.zeros(weights.numel(), dtype=torch.float64, device=flat.device)
-        rounding = 0.0
+        rounding = torch.zeros((), dtype=torch.float64, device=flat.device)
         for lo in range(0, flat.numel(), BLOCK):
             part = _TO(flat[lo : lo + BLOCK], torch.float64).nan_to_num(0.0, 0.0, 0.0)
             shared[: part.numel()] += atol_t + rtol_t * part.abs()
             terms = part * _TO(weights[: part.numel()], torch.float64)
-            rounding += ROUNDING * math.sqrt(part.numel()) * float(torch.linalg.vector_norm(terms))
-        bounds.append(8.0 * math.sqrt(float((shared**2).sum())) + 2 * rounding)
+            rounding += ROUNDING * math.sqrt(part.numel()) * torch.linalg.vector_norm(terms)
+        bounds.append(8.0 * (shared**2).sum().sqrt() + 2 * rounding)
     return bounds
 
 

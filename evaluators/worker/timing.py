@@ -178,7 +178,7 @@ def _loop(
     check()
     if cuda:
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
-    values = [sketch_values(s) for s in sketches]
+    values = sketch_values(sketches)
     if not cuda:
         return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
     facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared}

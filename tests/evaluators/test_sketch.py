@@ -3,14 +3,13 @@
 import pytest
 import torch
 
-from evaluators.worker.sketch import BLOCK, Sketcher, sketch_mismatch, sketch_tolerance, sketch_values
+from evaluators.worker.sketch import BLOCK, Sketcher, read_back, sketch_mismatch, sketch_tolerance, sketch_values
 
 
 def check(found: torch.Tensor, expected: torch.Tensor, key: int, atol=1e-4, rtol=1e-4) -> str | None:
     sketcher = Sketcher(key)
-    mine = sketch_values(sketcher.sketch([expected]))
-    theirs = sketch_values(sketcher.sketch([found]))
-    return sketch_mismatch(theirs, mine, sketch_tolerance([expected], sketcher, atol, rtol))
+    mine, theirs = sketch_values([sketcher.sketch([expected]), sketcher.sketch([found])])
+    return sketch_mismatch(theirs, mine, read_back([sketch_tolerance([expected], sketcher, atol, rtol)])[0])
 
 
 @pytest.mark.parametrize("key", range(20))
