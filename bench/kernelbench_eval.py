@@ -4,7 +4,8 @@
 [--warm-with NAME]`:
 PATH is a KernelBench checkout (no KernelBench file is copied into this repository); NAMES are files under
 `KernelBench/`, such as `level1/19_ReLU.py`. Each problem's reference is its own candidate. First, once, both
-harnesses run untimed on the first problem (or --warm-with's), so neither pays for reading torch from a cold disk.
+harnesses run untimed on the first problem (or --warm-with's), so neither pays for reading torch from a cold disk
+or for compiling its imports (bytecode is written as on an ordinary install, even where the machine forbids it).
 Then per problem:
 - `--runs` cold runs of our CLI, each a fresh process with an empty cache directory (nothing kept on disk), and,
   with --harness, as many runs of KernelBench's `eval_kernel_against_ref` (5 correctness trials, 100 timed runs a
@@ -220,6 +221,11 @@ def main() -> None:
     parser.add_argument("--warm-with", help="the file both harnesses warm up on (default: the first of NAMES)")
     args = parser.parse_args()
     args.kernelbench, args.old = args.kernelbench.resolve(), args.old.resolve() if args.old else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    # A machine that forbids bytecode (the device tool's image sets this) has every process compile its imports
+    # from source, pydantic's and KernelBench's alike: both harnesses run as on an ordinary install instead, the
+    # warm-up writing what the timed runs read.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         warm_disk(args.kernelbench / "KernelBench" / (args.warm_with or args.names[0]), args, Path(scratch))
