@@ -1,0 +1,83 @@
+"""Where an evaluation's seconds go, command by command, on the parent's clock.
+
+`python bench/timing_breakdown.py PROBLEM [--device cuda] [--runs 2]`: PROBLEM is a bundled name or a problem file;
+the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first with an empty
+cache directory, the next ones with what it left. Every command the parent sends a worker is timed where it is
+sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around the
+reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds,
+largest first: the timing stage's parts are the `warm`, `time`, `probe`, `hand_over`, `check_reps` and `release`
+rows and the pauses. Wrapping adds a few microseconds a command.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernelbench_eval import alias_candidate  # noqa: E402
+
+from evaluators.judge import pause, process  # noqa: E402
+from kernels.problem import load_problem  # noqa: E402
+
+SPENT: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+
+def _timed_call(call):
+    def timed(self, command, event, stage):
+        start = time.perf_counter()
+        try:
+            return call(self, command, event, stage)
+        finally:
+            SPENT[(self.role, command.get("cmd", "?"))].append(time.perf_counter() - start)
+
+    return timed
+
+
+def _timed_pause(stopped):
+    @contextmanager
+    def timed(root):
+        start = time.perf_counter()
+        with stopped(root):
+            SPENT[("candidate", "(stopping)")].append(time.perf_counter() - start)
+            yield
+            start = time.perf_counter()
+        SPENT[("candidate", "(continuing)")].append(time.perf_counter() - start)
+
+    return timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", help="bundled name or problem file")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
+    process.Worker.call = _timed_call(process.Worker.call)
+    pause.stopped = _timed_pause(pause.stopped)
+    os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="timing-breakdown-")
+    from evaluators import EvalOptions, evaluate
+
+    problem = load_problem(args.problem)
+    source = alias_candidate(problem.path.read_text())
+    for run in range(args.runs):
+        SPENT.clear()
+        started = time.perf_counter()
+        result = evaluate(problem, source, args.device, EvalOptions())
+        wall = time.perf_counter() - started
+        stages = ", ".join(f"{name} {seconds:.3f}" for name, seconds in result.stages.items())
+        print(f"## run {run + 1} ({'cold' if run == 0 else 'cached'}): {result.status}, {wall:.3f} s; {stages}")
+        for (role, cmd), spans in sorted(SPENT.items(), key=lambda item: -sum(item[1])):
+            median = sorted(spans)[len(spans) // 2] * 1e3
+            print(f"  {role:9} {cmd:14} {len(spans):4} x  {sum(spans):7.3f} s  (median {median:.2f} ms)")
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
