@@ -46,3 +46,12 @@ def test_integer_outputs_are_exact():
     out = ref.clone()
     out[4] = 0
     assert "1 of 6 values differ (first at (4,))" in compare_outputs([out], [ref], None, None).summary
+
+
+def test_complex_outputs_are_compared_in_both_parts():
+    x = torch.randn(6, dtype=torch.complex64)
+    assert compare_outputs([x.clone()], [x], None, None) is None
+    wrong = x.clone()
+    wrong.imag[3] += 1.0  # the real parts all right: a conversion to float64 alone would pass it
+    assert "beyond atol" in compare_outputs([wrong], [x], None, None).summary
+    assert tolerance(torch.complex64, None, None) == tolerance(torch.float32, None, None)
