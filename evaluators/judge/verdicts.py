@@ -158,8 +158,9 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
-# references on an H100, more after longer calls): the reference's reading at the same shape is that floor, and a
-# candidate's reading is counted as work only where it exceeds the floor by more than the probe's noise.
+# references on an H100 by medians, more after longer calls; it now takes minima, worker/timing.py): the
+# reference's reading at the same shape is that floor, and a candidate's reading is counted as work only where it
+# exceeds the floor by more than the probe's noise.
 SIDE_NOISE_MS, SIDE_NOISE_SHARE = 0.001, 0.01
 
 
