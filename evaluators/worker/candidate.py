@@ -64,7 +64,7 @@ def serve_candidate(session: Session) -> None:
             held |= block
             session.reply("timing", facts)
         elif cmd == "hand_over":
-            on_device = device == "cuda" and job["memory"]["retained_shared"]
+            on_device = device == "cuda" and job["memory"]["retained_on_device"]
             for rep in command["reps"]:
                 session.hand_over(output_path(handoff, i, "rep", rep), held[rep], on_device)
             held = {}

@@ -20,10 +20,6 @@ COMPARE_CHUNK = 32 << 20
 MAX_TIMING_SETS = 4
 # Host memory the kept timed outputs may take when they do not stay on the device.
 HOST_KEEP_BYTES = 16 * GIB
-# Outputs handed over at most this large go through a file, not CUDA IPC: a process's first IPC open took about
-# 0.3 s on an H100 (a cold level2/6's comparison of three 0.4 MB trial outputs, 5 ms once the reference had opened
-# one before), far more than a file of them costs.
-SHARE_MIN_BYTES = 64 << 20
 
 
 @dataclass
@@ -49,7 +45,6 @@ class MemoryPlan:
     copy_inputs: bool = True
     retained: int = 4
     retained_on_device: bool = True
-    retained_shared: bool = False  # the kept outputs handed over on the device (CUDA IPC), not through files
     handoff_on_device: bool = False
     compare_chunk: int = COMPARE_CHUNK
 
@@ -81,7 +76,7 @@ def plan_memory(
     copy_inputs = largest.input_bytes <= room // 2
     # The candidate's trial outputs of one shape, handed over on the device (CUDA IPC), are freed before timing
     # starts, so they share the room that the timing sets and kept outputs use later.
-    handoff_on_device = SHARE_MIN_BYTES < trials * largest.output_bytes <= room // 2
+    handoff_on_device = trials * largest.output_bytes <= room // 2
     # The two are timed in turns of a few repetitions, both holding their timing tensors throughout, where a second
     # call's inputs, outputs and flush buffer take at most half the room; otherwise one after the other.
     side_by_side = one_call + flush_bytes <= room // 2
@@ -110,7 +105,6 @@ def plan_memory(
         copy_inputs=copy_inputs,
         retained=retained,
         retained_on_device=retained_on_device,
-        retained_shared=retained_on_device and retained * largest.output_bytes > SHARE_MIN_BYTES,
         handoff_on_device=handoff_on_device,
     )
 

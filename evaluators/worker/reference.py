@@ -272,7 +272,7 @@ def check_reps(session: Session, model, command: dict, directory: Path, atol, rt
     """
     runtime, device, shape = session.runtime, session.device, command["shape"]
     found, held = command["sketches"], set(command["held"])
-    read = open_shared if device == "cuda" and memory["retained_shared"] else read_outputs
+    read = open_shared if device == "cuda" and memory["retained_on_device"] else read_outputs
     mine, bounds, held_checks = [], [], []
     sketcher = Sketcher(command["sketch_key"])
     for rep in range(command["reps"]):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evaluators.worker.memory import GIB, RESERVE_BYTES, SHARE_MIN_BYTES, ShapeSizes, plan_memory
+from evaluators.worker.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
 from evaluators.worker.reference import NoRoom, shape_sizes
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
@@ -23,7 +23,6 @@ def test_a_kernelbench_relu_at_full_size_fits_an_h100_with_outputs_on_the_host()
     # 18 GiB of candidate trial outputs are handed over on the device. Both sides are timed at once, each with its
     # set, its outputs and its flush buffer, so one 6 GiB timed output is kept there per side.
     assert plan.handoff_on_device and plan.side_by_side and plan.retained_on_device and plan.retained == 1
-    assert plan.retained_shared
 
 
 def test_two_sides_timed_at_once_only_where_a_second_call_takes_at_most_half_the_room():
@@ -40,18 +39,7 @@ def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
     small = ShapeSizes("64x512", 64 * 512 * 4, 64 * 512 * 4)
     plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
     assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
-    assert plan.timing_sets == 4 and plan.retained == 4 and plan.side_by_side
-    # Their outputs go through files: a process's first CUDA IPC open costs more than a file of them.
-    assert not plan.handoff_on_device and not plan.retained_shared
-
-
-def test_outputs_beyond_the_file_threshold_are_handed_over_on_the_device():
-    for output_bytes in (SHARE_MIN_BYTES // 3, SHARE_MIN_BYTES // 3 + 1024):
-        shape = ShapeSizes("s", output_bytes, output_bytes)
-        plan = plan_memory([shape], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
-        # Three trial outputs, and four kept timed outputs, against the threshold.
-        assert plan.handoff_on_device is (3 * output_bytes > SHARE_MIN_BYTES)
-        assert plan.retained_shared is (4 * output_bytes > SHARE_MIN_BYTES) and plan.retained_on_device
+    assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device and plan.side_by_side
 
 
 def test_the_largest_shape_decides():
