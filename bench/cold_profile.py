@@ -7,7 +7,9 @@ its workers by `py-spy record --subprocesses --idle` into a Chrome trace (one cl
 per process (the CLI, the reference's worker, the candidate's), its main thread as a timeline of phases from the
 CLI's start: an import (labelled by the package imported first), else the innermost function of this repository
 on the stack. With --kernelbench, KernelBench's harness process (bench/kernelbench_eval.py's) is sampled the same
-way after each run. Keeps each trace in --out. Sampling slows what it samples: compare phases, not totals.
+way after each run. Keeps each trace in --out. Sampling slows what it samples: compare phases, not totals. py-spy
+can miss stretches of samples (1.8-2.2 s in 4 of 6 runs on an H100 host): such a stretch reads as one long phase
+in every process at once; bench/timing_breakdown.py times the parent's commands without sampling.
 """
 
 import argparse
