@@ -49,15 +49,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def process_fields(args: argparse.Namespace) -> dict:
+    """The flags that shape the workers' processes: the stage limits."""
+    return {} if args.timeout is None else {"timeout_s": args.timeout, "build_timeout_s": args.timeout}
+
+
 def options_from(args: argparse.Namespace) -> EvalOptions:
     """EvalOptions from the flags; a bad combination raises ValueError."""
     from evaluators.judge.options import EvalOptions
 
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
     fields |= {"compile_baseline": args.compile_baseline, "reference_cache": not args.no_cache}
-    if args.timeout is not None:
-        fields |= {"timeout_s": args.timeout, "build_timeout_s": args.timeout}
-    return EvalOptions(**fields)
+    return EvalOptions(**fields, **process_fields(args))
 
 
 def render(result: EvalResult, console: Console) -> None:
@@ -101,15 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run one evaluation; the exit status says whether it ran, not what it found."""
     args = parse_args(argv)
     from evaluators.judge import spares
+    from evaluators.judge.process_options import ProcessOptions
     from evaluators.judge.toolchain import named_device, resolve_device, toolchain_key
 
     spares.evaluate_once()
     try:
-        options = options_from(args)
-        # Both workers import torch while the rest below loads. A device named outright starts them before the
-        # driver is asked whether it has that GPU (its first call initialises it); `auto` must ask first.
+        # Both workers import torch while the rest below loads, pydantic and EvalOptions included. A device named
+        # outright starts them before the driver is asked whether it has that GPU (its first call initialises
+        # it); `auto` must ask first.
         if named_device(args.device):
-            spares.prestart(options, toolchain_key(), args.device)
+            spares.prestart(ProcessOptions(**process_fields(args)), toolchain_key(), args.device)
+        options = options_from(args)
         device = resolve_device(args.device)
     except ValueError as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)

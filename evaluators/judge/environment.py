@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_index
+
+if TYPE_CHECKING:
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.process_options import ProcessOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PASSED_ENV = {
@@ -20,7 +24,7 @@ PASSED_ENV = {
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 
-def worker_env(device: str, scratch: Path, options: EvalOptions, toolchain: str) -> dict[str, str]:
+def worker_env(device: str, scratch: Path, options: ProcessOptions | EvalOptions, toolchain: str) -> dict[str, str]:
     """An environment from an allow-list, with anything named like a secret removed even if allowed.
 
     For `cuda:N` the worker sees GPU N alone, as its `cuda`.

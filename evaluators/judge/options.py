@@ -7,18 +7,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from evaluators.judge.process_options import DEFAULTS, default_cache_dir, pid_namespace_from_env
+
 
 def _env_float(name: str) -> float | None:
     value = os.environ.get(name)
     return float(value) if value else None
-
-
-def default_cache_dir() -> Path:
-    """Where builds (Triton, torch extensions), nvcc checks and timing locks persist: KS_CACHE_DIR or XDG."""
-    if os.environ.get("KS_CACHE_DIR"):
-        return Path(os.environ["KS_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "kernel-scientist"
 
 
 class EvalOptions(BaseModel):
@@ -39,9 +33,15 @@ class EvalOptions(BaseModel):
         True, description="time the reference and the candidate on one CPU core next to the GPU (equal launch speed)"
     )
     flush_mb: int = Field(512, description="cache-flush buffer; twice MI300X's 256 MB Infinity Cache")
-    timeout_s: float = Field(120.0, gt=0, description="limit of each stage: startup, correctness, timing")
-    build_timeout_s: float = Field(600.0, gt=0, description="limit of the build stage (autotuning, nvcc)")
-    lock_timeout_s: float = Field(1800.0, gt=0, description="longest wait for the device's timing lock")
+    timeout_s: float = Field(
+        DEFAULTS["timeout_s"], gt=0, description="limit of each stage: startup, correctness, timing"
+    )
+    build_timeout_s: float = Field(
+        DEFAULTS["build_timeout_s"], gt=0, description="limit of the build stage (autotuning, nvcc)"
+    )
+    lock_timeout_s: float = Field(
+        DEFAULTS["lock_timeout_s"], gt=0, description="longest wait for the device's timing lock"
+    )
     max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
     strict: bool = Field(False, description="a re-evaluation that checks every timed output, with more trials")
     retained: int = Field(4, ge=1, description="timed repetitions whose outputs are kept, at random, and checked")
@@ -52,13 +52,17 @@ class EvalOptions(BaseModel):
     peak_gbps: float | None = Field(default_factory=lambda: _env_float("KS_PEAK_GBPS"))
     atol: float | None = Field(None, description="overrides the problem's and the per-dtype tolerance")
     rtol: float | None = None
-    output_cap_kb: int = Field(64, description="how much of a worker's stdout/stderr is kept (head and tail)")
-    max_result_mb: int = Field(4096, description="largest report, or output file of one trial, a worker may hand back")
+    output_cap_kb: int = Field(
+        DEFAULTS["output_cap_kb"], description="how much of a worker's stdout/stderr is kept (head and tail)"
+    )
+    max_result_mb: int = Field(
+        DEFAULTS["max_result_mb"], description="largest report, or output file of one trial, a worker may hand back"
+    )
     cache_dir: Path = Field(default_factory=default_cache_dir)
     reference_cache: bool = Field(
         True, description="reuse the reference's shape sizes measured by an earlier process (to plan device memory)"
     )
     pid_namespace: bool | None = Field(
-        default_factory=lambda: {"0": False, "1": True}.get(os.environ.get("KS_PID_NAMESPACE", "")),
+        default_factory=pid_namespace_from_env,
         description="run workers in their own PID namespace (own /proc); None: when `unshare` allows it",
     )

@@ -20,11 +20,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluators.judge import pause
 from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
-from evaluators.judge.options import EvalOptions
+
+if TYPE_CHECKING:
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.process_options import ProcessOptions
 
 
 class WorkerFailure(Exception):
@@ -92,7 +96,7 @@ class Reply:
 class Worker:
     """One running worker process and the parent's view of it: its commands, their deadlines and stage times."""
 
-    def __init__(self, role: str, options: EvalOptions, toolchain: str, device: str):
+    def __init__(self, role: str, options: ProcessOptions | EvalOptions, toolchain: str, device: str):
         """Start the process; it imports torch and opens its device, then waits for its first command."""
         self.role, self.options = role, options
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))

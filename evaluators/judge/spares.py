@@ -12,15 +12,16 @@ from __future__ import annotations
 import atexit
 import threading
 from collections import deque
+from typing import TYPE_CHECKING
 
-from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Worker, close_together
+from evaluators.judge.process_options import process_key
 from evaluators.judge.toolchain import device_kind
 
-# The options that shape a worker's process and environment (what a spare must have been started with).
-PROCESS_OPTIONS = {
-    "cache_dir", "pid_namespace", "output_cap_kb", "timeout_s", "build_timeout_s", "lock_timeout_s", "max_result_mb",
-}  # fmt: skip
+if TYPE_CHECKING:
+    from evaluators.judge.options import EvalOptions
+    from evaluators.judge.process_options import ProcessOptions
+
 # Spares kept waiting per role and device; the queue grows with the claims a process makes, so one that evaluates
 # once (the CLI) starts one of each, not the full depth. Each waiting spare holds a CUDA context (about 0.5 GiB)
 # and a process's memory. On an H100 host a worker took about 10 s to import torch and open its context, against
@@ -45,11 +46,11 @@ def evaluate_once() -> None:
     _replace_claimed = False
 
 
-def prestart(options: EvalOptions, toolchain: str, device: str) -> None:
+def prestart(options: ProcessOptions | EvalOptions, toolchain: str, device: str) -> None:
     """Start one reference and one candidate process now, for the evaluation this process is about to make.
 
-    The CLI calls it as soon as its flags are read: the workers import torch (4-5 s on an H100 host) while the
-    parent imports the rest of the evaluator and loads the problem.
+    The CLI calls it as soon as its flags are read, with ProcessOptions (judge/process_options.py): the workers
+    import torch (4-5 s on an H100 host) while the parent imports the rest of the evaluator and loads the problem.
     """
     with _lock:
         for role in ("reference", "candidate"):
@@ -62,8 +63,8 @@ def _depth(role: str, device: str) -> int:
     return DEPTH[role][device_kind(device)]
 
 
-def _key(role: str, options: EvalOptions, toolchain: str, device: str) -> str:
-    return f"{role}|{device}|{toolchain}|{options.model_dump_json(include=PROCESS_OPTIONS)}"
+def _key(role: str, options: ProcessOptions | EvalOptions, toolchain: str, device: str) -> str:
+    return f"{role}|{device}|{toolchain}|{process_key(options)}"
 
 
 def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worker:

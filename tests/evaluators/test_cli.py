@@ -51,3 +51,17 @@ def test_bad_usage_exits_2_with_one_line(cache_dir):
         done = run_cli(*args, "--device", "cpu", cache_dir=cache_dir)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.strip() and "Traceback" not in done.stderr
+
+
+def test_the_workers_started_before_the_options_are_built_are_the_ones_the_evaluation_claims(monkeypatch, tmp_path):
+    # The CLI starts its workers with ProcessOptions, before pydantic loads; a key that differed from the one
+    # EvalOptions gives would leave them unclaimed and start two more.
+    from evaluators.judge.process_options import ProcessOptions, process_key
+    from evaluators.run import options_from, parse_args, process_fields
+
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
+    for pid_namespace in ("", "0", "1"):
+        monkeypatch.setenv("KS_PID_NAMESPACE", pid_namespace)
+        for flags in ([], ["--timeout", "30"], ["--timeout", "2.5", "--no-timing", "--trials", "5"]):
+            args = parse_args(["--problem", "p", "--candidate", "c.py", *flags])
+            assert process_key(ProcessOptions(**process_fields(args))) == process_key(options_from(args))
