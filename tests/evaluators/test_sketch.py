@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from evaluators.worker.reference import warm_checks
+from evaluators.worker.reference import warm_sketches
 from evaluators.worker.sketch import BLOCK, Sketcher, read_back, sketch_mismatch, sketch_tolerance, sketch_values
 
 
@@ -46,7 +46,7 @@ def test_outputs_longer_than_one_block_reuse_the_weights_and_still_pass_honest_b
     assert "weighted sum" in check(wrong, expected, 3)
 
 
-def test_the_checks_warm_up_on_every_kind_of_output_the_reference_may_return():
+def test_the_sketches_warm_up_on_every_kind_of_output_the_reference_may_return():
     # Run once on a few elements of the reference's first outputs, before any candidate's arrive: a dtype the warm-up
     # cannot take would stop the reference before its first comparison.
     outputs = [
@@ -59,5 +59,5 @@ def test_the_checks_warm_up_on_every_kind_of_output_the_reference_may_return():
         torch.randn(8).to(torch.float8_e4m3fn),
         torch.tensor([True, False]),
     ]
-    warm_checks([[outputs]], None, None, "cpu")
-    warm_checks([], None, None, "cpu")  # a problem with no shapes' outputs kept
+    warm_sketches([[outputs]], None, None, "cpu")
+    warm_sketches([], None, None, "cpu")  # a problem with no shapes' outputs kept
