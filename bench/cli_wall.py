@@ -10,7 +10,6 @@ the start), the exit, the gap between them (the CLI closing its workers and itse
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelbench_eval import alias_candidate
+from kernelbench_eval import alias_candidate, cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_run(tree: Path, problem: Path, candidate: Path, device: str) -> dict:
     """Seconds to the JSON verdict line and to the exit of one cold CLI process, with its stages."""
     with tempfile.TemporaryDirectory() as cache:
-        # The tree first; what the caller's PYTHONPATH held (packages carried to a machine) stays after it.
-        paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        env = os.environ | {"KS_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join(paths)}
+        env = cli_env(tree, cache)
         command = [sys.executable, "-m", "evaluators.run", "--problem", str(problem), "--candidate", str(candidate)]
         start = time.perf_counter()
         proc = subprocess.Popen(

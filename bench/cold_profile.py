@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernelbench_eval import HARNESS, alias_candidate  # noqa: E402
+from kernelbench_eval import HARNESS, alias_candidate, cli_env  # noqa: E402
 
 from kernels.problem import load_problem  # noqa: E402
 
@@ -166,10 +166,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     candidate = args.out / "candidate.py"
     candidate.write_text(alias_candidate(path.read_text()))
-    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
-            env = os.environ | {"KS_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join(paths)}
+            env = cli_env(ROOT, cache)
             cli = [sys.executable, "-m", "evaluators.run", "--problem", str(path), "--candidate", str(candidate)]
             trace = args.out / f"ours_{run}.json"
             sampled(spy, [*cli, "--device", args.device, "--json"], trace, args.rate, env)

@@ -91,10 +91,18 @@ def last_json(text: str) -> dict | None:
     return json.loads(lines[-1]) if lines else None
 
 
+def cli_env(tree: Path, cache_dir) -> dict:
+    """The environment of a CLI run from `tree` with its own cache directory.
+
+    The tree first on PYTHONPATH; what the caller's held (packages carried to a machine) stays after it.
+    """
+    paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return os.environ | {"KS_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def our_cli(tree: Path, problem: Path, candidate: Path, cache_dir: Path) -> dict:
     """One fresh `python -m evaluators.run` process: its wall time and its JSON result."""
-    paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = os.environ | {"KS_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.pathsep.join(paths)}
+    env = cli_env(tree, cache_dir)
     command = [sys.executable, "-m", "evaluators.run", "--problem", str(problem), "--candidate", str(candidate)]
     start = time.perf_counter()
     done = subprocess.run(

@@ -9,7 +9,6 @@ starts there.
 """
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -18,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernelbench_eval import alias_candidate
+from kernelbench_eval import alias_candidate, cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -31,8 +30,7 @@ EXEC = re.compile(r"^\d+\s+(\d+\.\d+) execve\(\"[^\"]*\", \[(.*?)\]")
 def one_run(tree: Path, problem: Path, candidate: Path, device: str) -> list[float]:
     """Seconds from the CLI's exec to each worker's, in order."""
     with tempfile.TemporaryDirectory() as scratch:
-        paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        env = os.environ | {"KS_CACHE_DIR": scratch, "PYTHONPATH": os.pathsep.join(paths)}
+        env = cli_env(tree, scratch)
         trace = Path(scratch) / "trace"
         cli = [sys.executable, "-m", "evaluators.run", "--problem", str(problem), "--candidate", str(candidate)]
         done = subprocess.run(

@@ -11,7 +11,6 @@ repetition's output is checked, by sketch, by the reference on the very inputs i
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import shutil
 import tempfile
@@ -289,12 +288,12 @@ def _malformed_timing(timing) -> str | None:
     times, sketches = timing.facts.get("times_ms"), timing.facts.get("sketches")
     if not (isinstance(times, list) and len(times) == timing.reps):
         return f"a timing reply without {timing.reps} times"
-    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in times):
+    if not all(map(verdicts.is_duration, times)):
         return "a timing reply with a time that is not a finite, non-negative number"
     if not (isinstance(sketches, list) and len(sketches) == timing.reps):
         return f"a timing reply without {timing.reps} output sketches"
     side = timing.side_stream_ms
-    if not (type(side) in (int, float) and math.isfinite(side) and side >= 0):
+    if not verdicts.is_duration(side):
         return "a side-stream probe that is not a finite, non-negative number"
     return None
 

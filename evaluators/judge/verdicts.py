@@ -142,11 +142,14 @@ def apply_shape_timing(
 
 def issue_median(issued, reps: int) -> float | None:
     """The median of a timing's host issue times (ms), or None where the reply did not give one per repetition."""
-    if not (isinstance(issued, list) and len(issued) == reps and reps):
-        return None
-    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in issued):
+    if not (isinstance(issued, list) and len(issued) == reps and reps and all(map(is_duration, issued))):
         return None
     return statistics.median(issued)
+
+
+def is_duration(value) -> bool:
+    """Whether a figure a worker sent is a finite, non-negative number (a bool or a string is not)."""
+    return type(value) in (int, float) and math.isfinite(value) and value >= 0
 
 
 def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:
