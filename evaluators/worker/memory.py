@@ -4,7 +4,7 @@ The plan says what fits at all (one input set, its outputs and the cache-flush b
 the candidate can be timed side by side (each with its own input sets, outputs and flush buffer), how many fresh
 input sets the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
 inputs are copied or fingerprinted for the in-place check, whether its outputs are handed over on the device,
-how many elements are compared at a time, and how far each block of timed repetitions may shift its allocations.
+and how many elements are compared at a time.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ RESERVE_BYTES = 2 * GIB
 # Elements compared at a time: float64 working copies of 32 M elements take 256 MiB each.
 COMPARE_CHUNK = 32 << 20
 MAX_TIMING_SETS = 4
-# The largest spacer a block of timed repetitions allocates before its own tensors (worker/timing.py): on an H100
-# one shape's time moved 1.9 % between placements in device memory, each placement steady within 0.2 %
-# (bench/placement_spread.py).
-MAX_SHIFT_MB = 64
 # Host memory the kept timed outputs may take when they do not stay on the device.
 HOST_KEEP_BYTES = 16 * GIB
 
@@ -51,7 +47,6 @@ class MemoryPlan:
     retained_on_device: bool = True
     handoff_on_device: bool = False
     compare_chunk: int = COMPARE_CHUNK
-    shift_mb: int = 0
 
     def to_json(self) -> dict:
         """The plan as the job files and reports carry it."""
@@ -97,9 +92,6 @@ def plan_memory(
         room -= sides * retained * largest.output_bytes
     else:
         retained = int(max(1, min(retained, HOST_KEEP_BYTES // max(largest.output_bytes, 1))))
-    # In 2 MiB steps, the allocator's granule for large blocks.
-    shift_mb = min(MAX_SHIFT_MB, (room // 8 // sides) >> 20) & ~1
-    room -= sides * (shift_mb << 20)
     # A quarter of what is left: the other worker keeps its own tensors meanwhile.
     extra_sets = room // 4 // sides // max(largest.input_bytes, 1)
     return MemoryPlan(
@@ -114,7 +106,6 @@ def plan_memory(
         retained=retained,
         retained_on_device=retained_on_device,
         handoff_on_device=handoff_on_device,
-        shift_mb=shift_mb,
     )
 
 

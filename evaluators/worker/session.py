@@ -83,7 +83,6 @@ class Session:
             timing_sets=memory["timing_sets"],
             held_device=self.device if memory["retained_on_device"] else "cpu",
             lead_ms=command.get("lead_ms", 0.0),
-            shift_mb=memory.get("shift_mb", 0),
         )
         with torch.no_grad(), pinned(self.timing_cpu):
             facts, held = timing.time_reps(

@@ -78,7 +78,6 @@ class TimingPlan:
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
     lead_ms: float = 0.0  # the spin that holds the stream before each repetition's draw (cuda)
-    shift_mb: int = 0  # the largest spacer the block allocates before its inputs (cuda)
 
 
 def rep_seed(nonce: int, shape: int, rep: int) -> int:
@@ -102,18 +101,6 @@ class InputPool:
         return args
 
 
-def shift_placement(shift_mb: int, rng: random.Random) -> torch.Tensor:
-    """A spacer of a random size (0 to `shift_mb`, in 2 MiB steps), allocated once the cache is emptied.
-
-    The block's inputs and the blocks its calls allocate then come after it, at an offset of their own. Where a
-    call's memory lies moved one shape's time by 1.9 % on an H100 (bench/placement_spread.py), and a process keeps
-    its placement: unshifted, each side's median carried its process's placement, up to 2 % apart between two
-    processes timing the same reference. Shifted, each side's median is over its blocks' many placements.
-    """
-    torch.cuda.empty_cache()
-    return torch.empty(rng.randrange(shift_mb // 2 + 1) << 21, dtype=torch.int8, device="cuda")
-
-
 def warm_up(call, fresh_inputs, clocks: Clocks, calls: int, seed: int) -> None:
     """`calls` calls on one input set: compilation, autotuning and clocks settle before anything is timed."""
     args = fresh_inputs(seed)
@@ -131,7 +118,6 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     pool = InputPool(fresh_inputs, plan.timing_sets)
     cuda = clocks.device == "cuda"
     flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if cuda else None
-    _spacer = shift_placement(plan.shift_mb, pool.rng) if cuda and plan.shift_mb else None  # held to the end
     starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     numbers = range(plan.first, plan.first + plan.reps)

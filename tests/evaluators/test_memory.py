@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evaluators.worker.memory import GIB, MAX_SHIFT_MB, RESERVE_BYTES, ShapeSizes, plan_memory
+from evaluators.worker.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
 from evaluators.worker.reference import NoRoom, shape_sizes
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
@@ -40,17 +40,6 @@ def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
     plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
     assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
     assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device and plan.side_by_side
-    assert plan.shift_mb == MAX_SHIFT_MB  # each block of repetitions may start its allocations up to 64 MiB later
-
-
-def test_blocks_shift_their_allocations_only_by_what_the_room_allows_in_2_mib_steps():
-    """An eighth of the room the plan has left, rounded down to 2 MiB: 198 MiB left gives 24; none when full."""
-    small = ShapeSizes("s", 1 << 20, 1 << 20)
-    needed = (2 << 20) + FLUSH + RESERVE_BYTES
-    for spare_mib, shift in ((16 * 1024, MAX_SHIFT_MB), (200, 24), (8, 0)):
-        free = needed + (spare_mib << 20)
-        plan = plan_memory([small], free_bytes=free, total_bytes=H100, flush_bytes=FLUSH, trials=1, retained=1)
-        assert plan.fits and plan.shift_mb == shift
 
 
 def test_the_largest_shape_decides():
