@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import buildshim
+from evaluators.worker import buildshim, kernel_warmup
 from evaluators.worker.device_lock import device_key, device_lock
 from evaluators.worker.replies import Replies
 from kernels.problem import ProblemError
@@ -92,6 +92,7 @@ def main(argv: list[str]) -> None:
         # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
         with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
             torch.empty(1, device="cuda")
+        kernel_warmup.start()
     _import_what_every_job_needs()
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
@@ -110,6 +111,8 @@ def main(argv: list[str]) -> None:
             from evaluators.worker.reference import serve_reference as serve
         else:
             from evaluators.worker.candidate import serve_candidate as serve
+
+            kernel_warmup.wait()  # no thread of ours runs beside the candidate's code
         session.stage = "build" if job["role"] == "candidate" else "reference"
         serve(session)
     except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides

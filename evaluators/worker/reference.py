@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import timing, trials
+from evaluators.worker import kernel_warmup, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
 from evaluators.worker.handoff import output_path, read_outputs
@@ -190,7 +190,7 @@ def serve_reference(session: Session) -> None:
     atol, rtol = runtime.tolerance()
     atol = job["atol"] if job["atol"] is not None else atol
     rtol = job["rtol"] if job["rtol"] is not None else rtol
-    warm_sketches(expected, atol, rtol, device)
+    kernel_warmup.wait()  # loaded by now, in all likelihood: nothing is timed beside its thread
     limit = job["max_result_mb"] << 20
     for command in commands:
         shape = command["shape"]
@@ -218,19 +218,6 @@ def serve_reference(session: Session) -> None:
             session.reply("comparison", check_reps(session, model, command, directory, atol, rtol, memory))
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
-
-
-def warm_sketches(expected: list, atol, rtol, device: str) -> None:
-    """The sketch and its bound computed once on a few elements of the reference's own first outputs.
-
-    Their kernels load on first use (CUDA loads modules lazily): done here, just after the reference's outputs, it
-    overlaps the candidate's work. On an H100 it took a cold level2/6's check of the timed repetitions from 0.34
-    to 0.24 s (0.17 s in a warm reference; bench/timing_breakdown.py).
-    """
-    sample = [t.reshape(-1)[:64].to(device) for t in (expected[0][0] if expected and expected[0] else [])]
-    sketcher = Sketcher(0)
-    sketch_values([sketcher.sketch(sample)])
-    read_back([sketch_tolerance(sample, sketcher, atol, rtol)])
 
 
 def _next_is(commands, name: str) -> bool:

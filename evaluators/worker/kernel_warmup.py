@@ -1,0 +1,56 @@
+"""The harness's own kernels (the comparison, the sketch and its bound), loaded in a thread while a worker starts.
+
+CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
+0.22 s, then 1-2 ms (bench/first_use.py): 14-49 ms for each of about ten first kernels. A
+cold evaluation paid that on its critical path, in the reference's comparison of the trials and in its check of the
+timed repetitions. Loaded here, it overlaps the worker's imports, its wait for a job and the reference's own work.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import torch
+
+from evaluators.worker.compare import compare_outputs
+from evaluators.worker.device_lock import device_key, device_lock
+from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
+
+_thread: threading.Thread | None = None
+
+
+def start() -> None:
+    """Start loading the kernels on the GPU (a worker calls it once its CUDA context exists)."""
+    global _thread
+    _thread = threading.Thread(target=_warm_under_lock, name="kernel-warmup", daemon=True)
+    _thread.start()
+
+
+def wait() -> None:
+    """Return once the kernels are loaded: before any timing, and before a candidate's code is imported."""
+    if _thread is not None:
+        _thread.join()
+
+
+def _warm_under_lock() -> None:
+    # Held shared, as the context's opening is: module loads never run beside another process's timing.
+    try:
+        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
+            warm("cuda")
+    except Exception:  # best effort: whatever failed here fails again, and is reported, where it is needed
+        pass
+
+
+def warm(device: str) -> None:
+    """Compare, sketch and bound a few elements of each common output type, one element wrong in the comparison."""
+    expected = torch.rand(256, device=device)
+    found = expected.clone()
+    found[7] += 1.0  # a mismatch also runs the worst element's path
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        compare_outputs([found.to(dtype)], [expected.to(dtype)], None, None, device)
+    compare_outputs([(found * 100).int()], [(expected * 100).int()], None, None, device)
+    sample, sketcher = [expected.reshape(16, 16)], Sketcher(0)
+    sketch_values([sketcher.sketch(sample)])
+    read_back([sketch_tolerance(sample, sketcher, 1e-4, 1e-4)])

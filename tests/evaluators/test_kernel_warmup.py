@@ -1,0 +1,47 @@
+"""The harness's kernels, loaded in a thread while a worker starts: what it runs, under which lock, and the wait."""
+
+import threading
+
+import pytest
+
+from evaluators.worker import kernel_warmup
+
+
+def test_the_warm_up_runs_the_comparison_and_the_sketch_through_their_mismatch_paths():
+    kernel_warmup.warm("cpu")  # on the CPU it only checks that every call it makes is one the harness accepts
+
+
+def test_the_thread_warms_the_gpu_under_the_shared_device_lock_and_wait_joins_it(tmp_path, monkeypatch):
+    seen, release = [], threading.Event()
+
+    def warm(device):
+        seen.append(device)
+        release.wait(5)
+
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_warmup, "device_key", lambda device: "cuda-test")
+    monkeypatch.setattr(kernel_warmup, "warm", warm)
+    kernel_warmup.start()
+    thread = kernel_warmup._thread
+    assert thread.is_alive() and thread.daemon
+    release.set()
+    kernel_warmup.wait()
+    assert not thread.is_alive() and seen == ["cuda"]
+    assert (tmp_path / "locks" / "cuda-test.lock").exists()
+
+
+@pytest.mark.parametrize("failure", ["warm", "lock"])
+def test_a_failed_warm_up_ends_quietly(tmp_path, monkeypatch, failure):
+    """Best effort: the harness's own call reports whatever went wrong, where it is needed."""
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("no device")
+
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_warmup, "device_key", boom if failure == "lock" else (lambda device: "cuda-test"))
+    monkeypatch.setattr(kernel_warmup, "warm", boom)
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args))
+    kernel_warmup.start()
+    kernel_warmup.wait()
+    assert errors == []
