@@ -1,4 +1,4 @@
-"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD`): runs the reference or the candidate.
+"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD ROLE`): runs the reference or the candidate.
 
 It answers the parent's commands, one reply each (worker/replies.py): a ping once started, then its job, then what
 its role serves (worker/reference.py, worker/candidate.py). Tensors never cross the channel. Clocks and the
@@ -65,16 +65,20 @@ def _first_to_go_when_memory_runs_out() -> None:
         pass
 
 
-def _import_what_every_job_needs() -> None:
-    """The worker's own modules, the extension builder both roles wrap and Triton, before the first command.
+def _import_what_the_job_needs(role: str) -> None:
+    """Before the first command: the role's module and the extension builder both roles wrap; Triton for a candidate.
 
     A CLI's candidate waits for its job until the reference's first answer, about 0.4 s on an H100, then spent
-    0.25 s importing these (bench/cold_profile.py); a spare has the time anyway.
+    0.25 s importing these (bench/cold_profile.py); a spare has the time anyway. The reference's first answer waits
+    on what it imports here, so Triton is left to a problem that uses it (0.08-0.19 s on the 2-core CPU VM).
     """
     from torch.utils import cpp_extension  # noqa: F401
 
+    if role == "reference":
+        import evaluators.worker.reference  # noqa: F401
+
+        return
     import evaluators.worker.candidate  # noqa: F401
-    import evaluators.worker.reference  # noqa: F401
 
     try:
         import triton  # noqa: F401
@@ -83,7 +87,10 @@ def _import_what_every_job_needs() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Open the device, then answer commands from fd argv[2] over fd argv[1] until the parent closes the pipe."""
+    """Open the device, then answer commands from fd argv[2] over fd argv[1] until the parent closes the pipe.
+
+    argv[3] is the role the worker will be given a job for: "reference" or "candidate".
+    """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
     _first_to_go_when_memory_runs_out()
     replies = Replies(int(argv[1]), int(argv[2]))
@@ -93,7 +100,7 @@ def main(argv: list[str]) -> None:
         with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
             torch.empty(1, device="cuda")
         kernel_warmup.start()
-    _import_what_every_job_needs()
+    _import_what_the_job_needs(argv[3])
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
         replies.reply("pong", {})
