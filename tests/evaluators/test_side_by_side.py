@@ -200,8 +200,10 @@ def test_the_side_stream_probe_counts_only_what_exceeds_the_references_reading()
 
 
 def test_the_side_stream_noise_band_grows_with_the_call():
-    assert side_stream_counted(0.0029, 0.002, 0.018) == 0.0  # within 1 us
-    assert side_stream_counted(0.0031, 0.002, 0.018) == pytest.approx(0.0011)
+    # On an H100 an honest 18 us call's reading exceeded the reference's by 1.0 us: within the band now.
+    assert side_stream_counted(0.00144, 0.00041, 0.018) == 0.0
+    assert side_stream_counted(0.0044, 0.002, 0.018) == 0.0  # within 2.5 us
+    assert side_stream_counted(0.0046, 0.002, 0.018) == pytest.approx(0.0026)
     assert side_stream_counted(0.08, 0.02, 9.0) == 0.0  # 60 us on a 9 ms call: within 1 %
     assert side_stream_counted(0.2, 0.02, 9.0) == pytest.approx(0.18)
 
