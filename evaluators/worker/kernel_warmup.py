@@ -1,9 +1,9 @@
 """The harness's own kernels (the comparison, the sketch and its bound), loaded in a thread while a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
-0.22 s, then 1-2 ms (bench/first_use.py): 14-49 ms for each of about ten first kernels. A
-cold evaluation paid that on its critical path, in the reference's comparison of the trials and in its check of the
-timed repetitions. Loaded here, it overlaps the worker's imports, its wait for a job and the reference's own work.
+0.31 s, then about 1 ms (bench/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
+that on its critical path, in the reference's comparison of the trials and in its check of the timed repetitions.
+Loaded here, it overlaps the worker's imports, its wait for a job and the reference's own work.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import device_key, device_lock
 from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
 
+# The longest wait for the thread: it holds the device lock shared, so while another process on this GPU times, it
+# waits for that timing to end. Past this, the worker goes on; the thread still cannot run beside any timing.
+WAIT_S = 10.0
 _thread: threading.Thread | None = None
 
 
@@ -29,9 +32,9 @@ def start() -> None:
 
 
 def wait() -> None:
-    """Return once the kernels are loaded: before any timing, and before a candidate's code is imported."""
+    """Return once the kernels are loaded (or WAIT_S passed): before any timing, before a candidate's import."""
     if _thread is not None:
-        _thread.join()
+        _thread.join(WAIT_S)
 
 
 def _warm_under_lock() -> None:

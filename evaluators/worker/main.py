@@ -119,7 +119,7 @@ def main(argv: list[str]) -> None:
         else:
             from evaluators.worker.candidate import serve_candidate as serve
 
-            kernel_warmup.wait()  # no thread of ours runs beside the candidate's code
+            kernel_warmup.wait()  # its kernels loaded before the candidate's code runs, unless a timing holds them
         session.stage = "build" if job["role"] == "candidate" else "reference"
         serve(session)
     except BaseException as exc:  # everything, sys.exit included, becomes a report; the parent decides

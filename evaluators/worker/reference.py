@@ -190,7 +190,7 @@ def serve_reference(session: Session) -> None:
     atol, rtol = runtime.tolerance()
     atol = job["atol"] if job["atol"] is not None else atol
     rtol = job["rtol"] if job["rtol"] is not None else rtol
-    kernel_warmup.wait()  # loaded by now, in all likelihood: nothing is timed beside its thread
+    kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
     for command in commands:
         shape = command["shape"]

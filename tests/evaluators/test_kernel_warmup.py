@@ -45,3 +45,16 @@ def test_a_failed_warm_up_ends_quietly(tmp_path, monkeypatch, failure):
     kernel_warmup.start()
     kernel_warmup.wait()
     assert errors == []
+
+
+def test_a_warm_up_stuck_behind_another_timing_is_waited_for_only_so_long(tmp_path, monkeypatch):
+    release = threading.Event()
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_warmup, "device_key", lambda device: "cuda-test")
+    monkeypatch.setattr(kernel_warmup, "warm", lambda device: release.wait(5))
+    monkeypatch.setattr(kernel_warmup, "WAIT_S", 0.05)
+    kernel_warmup.start()
+    kernel_warmup.wait()
+    assert kernel_warmup._thread.is_alive()  # the worker goes on; the thread ends on its own
+    release.set()
+    kernel_warmup._thread.join(5)
