@@ -99,7 +99,7 @@ def main(argv: list[str]) -> None:
         # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
         with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
             torch.empty(1, device="cuda")
-        kernel_warmup.start()
+        kernel_warmup.start(argv[3])
     _import_what_the_job_needs(argv[3])
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
