@@ -8,6 +8,7 @@ contexts open side by side, never while someone times.
 from __future__ import annotations
 
 import fcntl
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,3 +54,8 @@ def device_key(device: str) -> str:
         return "cpu"
     index = int(device.split(":")[1]) if ":" in device else 0
     return f"cuda-{visible_gpus()[index].uuid}"
+
+
+def starting_worker_lock():
+    """The lock a starting worker holds shared while it works on its GPU (its context, its kernels' first loads)."""
+    return device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True)

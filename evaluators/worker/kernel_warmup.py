@@ -8,14 +8,12 @@ Loaded here, it overlaps the worker's imports, its wait for a job and the refere
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 
 import torch
 
 from evaluators.worker.compare import compare_outputs
-from evaluators.worker.device_lock import device_key, device_lock
+from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
 
 # The longest wait for the thread: it holds the device lock shared, so while another process on this GPU times, it
@@ -40,7 +38,7 @@ def wait() -> None:
 def _warm_under_lock(role: str) -> None:
     # Held shared, as the context's opening is: module loads never run beside another process's timing.
     try:
-        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
+        with starting_worker_lock():
             warm("cuda", role)
     except Exception:  # best effort: whatever failed here fails again, and is reported, where it is needed
         pass

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from evaluators.worker import buildshim, kernel_warmup
-from evaluators.worker.device_lock import device_key, device_lock
+from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
 from kernels.problem import ProblemError
 
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> None:
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
         # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
-        with device_lock(Path(os.environ["KS_CACHE_DIR"]), device_key("cuda"), shared=True):
+        with starting_worker_lock():
             torch.empty(1, device="cuda")
         kernel_warmup.start(argv[3])
     _import_what_the_job_needs(argv[3])

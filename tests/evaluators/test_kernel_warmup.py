@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from evaluators.worker import kernel_warmup
+from evaluators.worker import device_lock, kernel_warmup
 
 
 @pytest.mark.parametrize("role", ["reference", "candidate"])
@@ -29,7 +29,7 @@ def test_the_thread_warms_the_gpu_under_the_shared_device_lock_and_wait_joins_it
         release.wait(5)
 
     monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel_warmup, "device_key", lambda device: "cuda-test")
+    monkeypatch.setattr(device_lock, "device_key", lambda device: "cuda-test")
     monkeypatch.setattr(kernel_warmup, "warm", warm)
     kernel_warmup.start("reference")
     thread = kernel_warmup._thread
@@ -48,7 +48,7 @@ def test_a_failed_warm_up_ends_quietly(tmp_path, monkeypatch, failure):
         raise RuntimeError("no device")
 
     monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel_warmup, "device_key", boom if failure == "lock" else (lambda device: "cuda-test"))
+    monkeypatch.setattr(device_lock, "device_key", boom if failure == "lock" else (lambda device: "cuda-test"))
     monkeypatch.setattr(kernel_warmup, "warm", boom)
     errors = []
     monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args))
@@ -60,7 +60,7 @@ def test_a_failed_warm_up_ends_quietly(tmp_path, monkeypatch, failure):
 def test_a_warm_up_stuck_behind_another_timing_is_waited_for_only_so_long(tmp_path, monkeypatch):
     release = threading.Event()
     monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel_warmup, "device_key", lambda device: "cuda-test")
+    monkeypatch.setattr(device_lock, "device_key", lambda device: "cuda-test")
     monkeypatch.setattr(kernel_warmup, "warm", lambda device, role: release.wait(5))
     monkeypatch.setattr(kernel_warmup, "WAIT_S", 0.05)
     kernel_warmup.start("reference")
