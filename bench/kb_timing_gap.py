@@ -17,11 +17,9 @@ Prints each variant's median per round, the median over rounds and its ratio to 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
-import types
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -30,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
+from kernelbench_eval import stub_llm_clients  # noqa: E402
 
 from evaluators.worker.timing import Clocks, TimingPlan, time_reps, warm_up  # noqa: E402
 
@@ -39,10 +38,7 @@ LEAD_MS = 1.0
 def kernelbench_timing(src: Path):
     """KernelBench's timing module; its package's LLM clients are stood in for by modules that do nothing."""
     sys.path.insert(0, str(src))
-    for name, attr in (("openai", "OpenAI"), ("litellm", "completion"), ("dotenv", "load_dotenv"), ("tqdm", "tqdm")):
-        if importlib.util.find_spec(name) is None:
-            sys.modules[name] = types.ModuleType(name)
-            setattr(sys.modules[name], attr, lambda *args, **kwargs: None)
+    stub_llm_clients()
     from kernelbench import timing
 
     return timing

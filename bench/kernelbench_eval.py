@@ -22,6 +22,7 @@ mean (what it reports) and median (of the same 100 times). Prints a Markdown tab
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -29,20 +30,18 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# KernelBench's package imports its LLM clients, dotenv and tqdm at import time (and calls load_dotenv); the harness
-# needs none of them, so absent ones are stood in for by modules whose one name does nothing.
-# argv: its src dir, the problem file, the candidate file.
+# argv: its src dir, the problem file, the candidate file, this script's folder (for stub_llm_clients).
 HARNESS = r"""
-import importlib.util, json, sys, time, types
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
-for name, attr in (("openai", "OpenAI"), ("litellm", "completion"), ("dotenv", "load_dotenv"), ("tqdm", "tqdm")):
-    if importlib.util.find_spec(name) is None:
-        sys.modules[name] = types.ModuleType(name)
-        setattr(sys.modules[name], attr, lambda *args, **kwargs: None)
+sys.path.append(sys.argv[4])
+from kernelbench_eval import stub_llm_clients
+stub_llm_clients()
 import statistics, torch
 from kernelbench import timing
 from kernelbench.eval import eval_kernel_against_ref
@@ -79,6 +78,17 @@ def call():
         model(*args)
 print(json.dumps({"do_bench_ms": triton.testing.do_bench(call, return_mode="median")}))
 """
+
+
+def stub_llm_clients() -> None:
+    """Stand-ins for KernelBench's import-time imports: its LLM clients, dotenv and tqdm (it calls load_dotenv).
+
+    Its harness needs none of them, so each absent one becomes a module whose one name does nothing.
+    """
+    for name, attr in (("openai", "OpenAI"), ("litellm", "completion"), ("dotenv", "load_dotenv"), ("tqdm", "tqdm")):
+        if importlib.util.find_spec(name) is None:
+            sys.modules[name] = types.ModuleType(name)
+            setattr(sys.modules[name], attr, lambda *args, **kwargs: None)
 
 
 def alias_candidate(source: str) -> str:
@@ -129,7 +139,7 @@ def harness(kernelbench: Path, problem: Path, candidate: Path) -> dict:
     """KernelBench's eval_kernel_against_ref in a fresh process: the process's wall time and the call's."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", HARNESS, str(kernelbench / "src"), str(problem), str(candidate)],
+        [sys.executable, "-c", HARNESS, str(kernelbench / "src"), str(problem), str(candidate), str(ROOT / "bench")],
         capture_output=True,
         text=True,
         timeout=900,
