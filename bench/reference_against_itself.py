@@ -9,7 +9,7 @@ reference_against_itself.jsonl, with each shape's timed repetitions of both side
 the events' tick. Every speedup should be 1.00: what moves is the timing's noise. Ends with how many shape timings
 were off by more than 2 %, and how many evaluations carried `timing_disputed`.
 
-`python bench/reference_against_itself.py --reanalyze JSONL[.gz]` (anywhere) judges a kept file's times again by this
+`python bench/reference_against_itself.py --reanalyze JSONL[.gz]...` (anywhere) judges kept files' times again by this
 checkout's rules (`judge/verdicts.py`: the medians, and the side-stream probe beyond the reference's). A file from
 before the probes were kept gives them as each figure less its median: what the evaluator then added. Each shape
 off by more than 2 % also gets its blocks compared (split as `judge/timing_plan.py` splits them): in how many the
@@ -35,6 +35,7 @@ from evaluators.judge import reference_pool, timing_plan, verdicts  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 RAW: list[tuple[list[float], list[float]]] = []  # (reference's, candidate's) times of each shape judged
+EXCESS: list[tuple[float, float]] = []  # reanalyzed: (candidate's probe over the reference's, runtime), ms
 PROBES: list[tuple[float, float]] = []  # (reference's, candidate's) side-stream probe of each shape judged
 _apply = verdicts.apply_shape_timing
 
@@ -75,10 +76,24 @@ def reanalyze(path: Path) -> list[float]:
         ]
         for (r, c), (r_probe, c_probe) in zip(row["times_ms"], probes, strict=True):
             baseline, runtime = verdicts.median_and_spread(r)[0], verdicts.median_and_spread(c)[0]
+            if row.get("probes_ms"):
+                EXCESS.append((c_probe - r_probe, runtime))
             ratios.append((runtime + verdicts.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
             if abs(ratios[-1] - 1) > 0.02:
                 print(f"  pass {row['pass']} {row['problem']}: {ratios[-1]:.3f}, {offset_or_episode(r, c)}")
     return ratios
+
+
+def probe_noise() -> str:
+    """How far honest candidates' kept probes read above the reference's: what the probe's noise band must cover."""
+    over = [e for e, _ in EXCESS if e > 0.001]
+    short = max((e for e, runtime in EXCESS if runtime < 0.25), default=0.0)
+    beyond = [(e, runtime) for e, runtime in EXCESS if e > 0.0025]
+    return (
+        f"the candidate's probe over the reference's, in {len(EXCESS)} shape timings with kept probes: over 1 us in "
+        f"{len(over)}, at most {short * 1e3:.2f} us on calls under 0.25 ms; over 2.5 us only on calls of at least "
+        f"{min((runtime for _, runtime in beyond), default=0.0):.3g} ms ({len(beyond)})"
+    )
 
 
 def summary(ratios: list[float]) -> str:
@@ -99,13 +114,17 @@ def tick_ms(times: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems", nargs="*")
-    parser.add_argument("--reanalyze", type=Path, help="a kept jsonl to judge again by this checkout's rules")
+    parser.add_argument(
+        "--reanalyze", type=Path, nargs="+", help="kept jsonl files to judge again by this checkout's rules"
+    )
     parser.add_argument("--out", type=Path, default=Path("."))
     parser.add_argument("--root", type=Path, help="the checkout whose evaluator runs (default: this one)")
     parser.add_argument("--no-pin", action="store_true", help="leave the timing threads to the scheduler")
     args = parser.parse_args()
     if args.reanalyze:
-        print(f"{args.reanalyze}, by {ROOT}'s rules: {summary(reanalyze(args.reanalyze))}")
+        for path in args.reanalyze:
+            print(f"{path}, by {ROOT}'s rules: {summary(reanalyze(path))}")
+        print(probe_noise())
         return
     options = EvalOptions(pin_timing=False) if args.no_pin else EvalOptions()
     ratios, disputed = [], 0
