@@ -1,12 +1,13 @@
 """Where an evaluation's seconds go, command by command, on the parent's clock.
 
-`python bench/timing_breakdown.py PROBLEM [--device cuda] [--runs 2]`: PROBLEM is a bundled name or a problem file;
-the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first with an empty
-cache directory, the next ones with what it left. Every command the parent sends a worker is timed where it is
-sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around the
-reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds,
+`python bench/timing_breakdown.py PROBLEM [--device cuda] [--runs 2] [--rehearsals]`: PROBLEM is a bundled name or a
+problem file; the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first
+with an empty cache directory, the next ones with what it left. Every command the parent sends a worker is timed
+where it is sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around
+the reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds,
 largest first: the timing stage's parts are the `warm`, `time`, `probe`, `hand_over`, `check_reps` and `release`
-rows and the pauses. Wrapping adds a few microseconds a command.
+rows and the pauses. Wrapping adds a few microseconds a command. --rehearsals also prints each side's rehearsal on a
+GPU, the reference's first: the lead it held and its host times per repetition (the reference's sizes the lead).
 """
 
 import argparse
@@ -23,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from kernelbench_eval import alias_candidate  # noqa: E402
 
-from evaluators.judge import pause, process  # noqa: E402
+from evaluators.judge import pause, process, timing_plan  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 SPENT: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -53,12 +54,30 @@ def _timed_pause(stopped):
     return timed
 
 
+def _printed_rehearsal(rehearse):
+    """Side.rehearse, printing the lead it held and its reply's host times per repetition (ms)."""
+
+    def printed(self, lead):
+        meta = rehearse(self, lead)
+        if meta is not None:  # None: no rehearsal (the CPU)
+            issue, prepare, times = (
+                [round(v, 3) for v in meta.get(key) or []] for key in ("issue_ms", "prepare_ms", "times_ms")
+            )
+            print(f"  rehearsal: lead {lead:.4f} ms, issue {issue}, prepare {prepare}, times {times}")
+        return meta
+
+    return printed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problem", help="bundled name or problem file")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--rehearsals", action="store_true", help="print each side's rehearsal: lead and host times")
     args = parser.parse_args()
+    if args.rehearsals:
+        timing_plan.Side.rehearse = _printed_rehearsal(timing_plan.Side.rehearse)
     process.Worker.call = _timed_call(process.Worker.call)
     pause.stopped = _timed_pause(pause.stopped)
     os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="timing-breakdown-")
