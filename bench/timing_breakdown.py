@@ -63,7 +63,8 @@ def _printed_rehearsal(rehearse):
             issue, prepare, times = (
                 [round(v, 3) for v in meta.get(key) or []] for key in ("issue_ms", "prepare_ms", "times_ms")
             )
-            print(f"  rehearsal: lead {lead:.4f} ms, issue {issue}, prepare {prepare}, times {times}")
+            hold = meta.get("stream_hold")
+            print(f"  rehearsal: {hold} hold, lead {lead:.4f} ms, issue {issue}, prepare {prepare}, times {times}")
         return meta
 
     return printed

@@ -7,11 +7,12 @@ allocations, a few sets alive in a shuffled order), so no cache keyed on pointer
 replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
 repetitions the parent chose are held for its check.
 
-On a GPU each repetition first holds the stream with a spin of the parent's `lead_ms`, then draws the inputs and
-flushes, so the call's launches are queued before the device reaches the start event and the events time the
-device's work. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
+On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
+queued before the device reaches the start event and the events time the device's work. The host releases the hold
+once the end event is queued (worker/stream_hold.py); the parent's `lead_ms` caps it, and is spun in full where that
+hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
 that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
-the same reference, in two processes, 1.6-1.8x apart. The spin comes before the draw: work the call starts on a
+the same reference, in two processes, 1.6-1.8x apart. The hold comes before the draw: work the call starts on a
 stream of its own while the timed stream is held finds this repetition's inputs not yet written, so the window for
 it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside its time: issuing the call,
 and preparing it (the draw, the flush and the start event).
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from evaluators.worker import stream_hold
 from evaluators.worker.integrity import check
 from evaluators.worker.sketch import Sketcher, sketch_values
 from evaluators.worker.trials import flatten_outputs
@@ -51,6 +53,23 @@ class Clocks:
             self.cycles_per_ms: float | None = None
         else:
             self.sync = lambda: None
+        self.stream_hold: stream_hold.StreamHold | None = None
+        self.hold_kind: str | None = None  # "released" (worker/stream_hold.py) or "spin", once the first hold is made
+
+    def hold_stream(self, cap_ms: float) -> None:
+        """Hold the stream until `release`, or for `cap_ms` at most; a spin of `cap_ms` where the hold cannot load."""
+        if self.hold_kind is None:
+            self.stream_hold = stream_hold.load()
+            self.hold_kind = "released" if self.stream_hold else "spin"
+        if self.stream_hold:
+            self.stream_hold.hold(cap_ms)
+        else:
+            self.spin(self.spin_cycles(cap_ms))
+
+    def release_stream(self) -> None:
+        """End the hold: the repetition's launches and its end event are queued."""
+        if self.stream_hold:
+            self.stream_hold.release()
 
     def spin_cycles(self, ms: float) -> int:
         """Clock cycles of the device's spin that last about `ms` (calibrated once by events)."""
@@ -77,7 +96,7 @@ class TimingPlan:
     flush_mb: int
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
-    lead_ms: float = 0.0  # the spin that holds the stream before each repetition's draw (cuda)
+    lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
 
 
 def rep_seed(nonce: int, shape: int, rep: int) -> int:
@@ -142,12 +161,12 @@ def _loop(
 ):  # fmt: skip
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
-    lead = clocks.spin_cycles(plan.lead_ms) if cuda and plan.lead_ms > 0 else 0
+    lead = cuda and plan.lead_ms > 0
     times, issued, prepared, sketches, held = [], [], [], [], {}
     for i, rep in enumerate(numbers):
         began = clocks.now()
         if lead:
-            clocks.spin(lead)
+            clocks.hold_stream(plan.lead_ms)
         args = pool.draw(rep_seed(plan.nonce, shape, rep))
         if cuda:
             flush.zero_()
@@ -157,6 +176,9 @@ def _loop(
             issued.append((clocks.now() - calling) * 1e3)
             prepared.append((calling - began) * 1e3)
             clocks.record(ends[i])
+            if lead:
+                # Only now: released before the end event is queued, the host's gap after the call would be timed.
+                clocks.release_stream()
         else:
             calling = clocks.now()
             output = call(args)
@@ -181,7 +203,7 @@ def _loop(
     values = sketch_values(sketches)
     if not cuda:
         return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
-    facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared}
+    facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
     return facts | {"sketches": values, "label": "cuda-events"}, held
 
 

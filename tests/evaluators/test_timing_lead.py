@@ -1,9 +1,9 @@
-"""The worker's timing loop on a GPU: the stream held before each repetition's draw, its host times reported;
-the side-stream probe's reading.
+"""The worker's timing loop on a GPU: the stream held before each repetition's draw and released after its end
+event, its host times reported; the hold's fallback to a spin; the side-stream probe's reading.
 
 Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
-on any machine; what the spin does to the timing is measured by bench/launch_bound.py and
-bench/reference_against_itself.py on a GPU.
+on any machine; what the hold does to the timing is measured by bench/launch_bound.py and
+bench/reference_against_itself.py on a GPU, and the hold itself by tests/evaluators/test_stream_hold.py there.
 """
 
 from contextlib import nullcontext
@@ -11,8 +11,9 @@ from contextlib import nullcontext
 import pytest
 import torch
 
+from evaluators.worker import stream_hold
 from evaluators.worker.sketch import Sketcher
-from evaluators.worker.timing import InputPool, TimingPlan, _loop, probe_reading
+from evaluators.worker.timing import Clocks, InputPool, TimingPlan, _loop, probe_reading
 
 
 class LoggingClocks:
@@ -27,11 +28,13 @@ class LoggingClocks:
         self.tick += 1e-6
         return self.tick
 
-    def spin_cycles(self, ms: float) -> int:
-        return int(ms * 1e6)
+    hold_kind = "logged"
 
-    def spin(self, cycles: int) -> None:
-        self.log.append(f"spin {cycles}")
+    def hold_stream(self, cap_ms: float) -> None:
+        self.log.append(f"hold {cap_ms}")
+
+    def release_stream(self) -> None:
+        self.log.append("release")
 
     def record(self, event) -> None:
         self.log.append(f"record {event}")
@@ -72,21 +75,57 @@ def _looped(lead_ms: float, reps: int = 3):
     return facts, log
 
 
-def test_the_stream_is_held_before_the_inputs_exist_then_flushed_then_timed():
-    """Spin, draw, flush, start, call, end: work the call starts beside the held stream finds no inputs yet."""
+def test_the_stream_is_held_before_the_inputs_exist_and_released_once_the_end_is_queued():
+    """Hold, draw, flush, start, call, end, release: work the call starts beside the held stream finds no inputs
+    yet, and the device starts only once the end event is queued, so no host gap falls between the events."""
     facts, log = _looped(lead_ms=0.2)
     for i in range(3):
-        rep = log[i * 7 : (i + 1) * 7]
-        assert rep == ["spin 200000", "draw", "flush", f"record start{i}", "call", f"record end{i}", "sync"]
+        rep = log[i * 8 : (i + 1) * 8]
+        assert rep == ["hold 0.2", "draw", "flush", f"record start{i}", "call", f"record end{i}", "release", "sync"]
     assert facts["times_ms"] == [0.25] * 3 and len(facts["sketches"]) == 3
-    # Host times per repetition: the call's issue (one tick), its preparation from the spin (draw, flush, start).
+    assert facts["stream_hold"] == "logged"
+    # Host times per repetition: the call's issue (one tick), its preparation from the hold (draw, flush, start).
     assert facts["issue_ms"] == pytest.approx([1e-3] * 3) and all(p > 0 for p in facts["prepare_ms"])
 
 
-def test_no_lead_no_spin():
+def test_no_lead_no_hold():
     facts, log = _looped(lead_ms=0.0)
-    assert not [entry for entry in log if entry.startswith("spin")]
+    assert not [entry for entry in log if entry.startswith(("hold", "release"))]
     assert len(facts["issue_ms"]) == len(facts["prepare_ms"]) == 3
+
+
+class LoggedHold:
+    def __init__(self, log: list):
+        self.log = log
+
+    def hold(self, cap_ms: float) -> None:
+        self.log.append(f"hold {cap_ms}")
+
+    def release(self) -> None:
+        self.log.append("release")
+
+
+def test_clocks_load_the_released_hold_once_and_use_it(monkeypatch):
+    log: list[str] = []
+    loads = []
+    monkeypatch.setattr(stream_hold, "load", lambda: loads.append(1) or LoggedHold(log))
+    clocks = Clocks("cpu")
+    for _ in range(2):
+        clocks.hold_stream(0.5)
+        clocks.release_stream()
+    assert log == ["hold 0.5", "release"] * 2 and len(loads) == 1 and clocks.hold_kind == "released"
+
+
+def test_clocks_spin_for_the_cap_where_the_hold_cannot_load(monkeypatch):
+    """A ROCm build or a driver that cannot load the kernel: the cap is spun in full, as before the hold."""
+    log: list[str] = []
+    monkeypatch.setattr(stream_hold, "load", lambda: None)
+    clocks = Clocks("cpu")
+    clocks.spin_cycles = lambda ms: int(ms * 1000)
+    clocks.spin = lambda cycles: log.append(f"spin {cycles}")
+    clocks.hold_stream(0.5)
+    clocks.release_stream()
+    assert log == ["spin 500"] and clocks.hold_kind == "spin"
 
 
 def test_side_stream_probe_reads_past_host_delays_but_not_past_work():

@@ -1,0 +1,70 @@
+"""The timed stream's hold (worker/stream_hold.py): its kernel assembles, it ends at the host's release or at its
+cap, and a call that synchronizes inside itself waits out the cap instead of deadlocking.
+
+The kernel's own checks need a CUDA GPU; `ptxas` (shipped with nvcc) checks the PTX on any machine that has it.
+"""
+
+import ctypes.util
+import shutil
+import subprocess
+import time
+
+import pytest
+import torch
+
+from evaluators.worker import stream_hold
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (the CUDA toolkit)")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_kernel_assembles(arch, tmp_path):
+    done = subprocess.run(
+        ["ptxas", f"-arch={arch}", str(stream_hold.PTX), "-o", str(tmp_path / "hold.cubin")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or ctypes.util.find_library("cuda"), reason="a CUDA driver is here")
+def test_no_driver_no_hold():
+    assert stream_hold.load() is None
+
+
+def _held_ms(hold, cap_ms: float, host_ms: float) -> float:
+    """Device milliseconds from before the hold to after it, the host releasing it `host_ms` after queueing it."""
+    before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    before.record()
+    hold.hold(cap_ms)
+    after.record()
+    time.sleep(host_ms / 1e3)
+    hold.release()
+    after.synchronize()
+    return before.elapsed_time(after)
+
+
+@pytest.mark.gpu
+@gpu
+def test_the_hold_ends_at_the_release_not_the_cap():
+    torch.empty(1, device="cuda")
+    hold = stream_hold.load()
+    assert hold is not None
+    waited = _held_ms(hold, cap_ms=2000.0, host_ms=20.0)
+    assert 15.0 < waited < 500.0
+    # The next hold waits for its own release: an earlier one does not count.
+    assert _held_ms(hold, cap_ms=2000.0, host_ms=20.0) > 15.0
+
+
+@pytest.mark.gpu
+@gpu
+def test_a_call_that_synchronizes_inside_waits_out_the_cap():
+    torch.empty(1, device="cuda")
+    hold = stream_hold.load()
+    began = time.perf_counter()
+    hold.hold(50.0)
+    torch.cuda.synchronize()  # what a call reading a value back does before the host could release the hold
+    waited_s = time.perf_counter() - began
+    hold.release()
+    assert 0.04 < waited_s < 5.0
