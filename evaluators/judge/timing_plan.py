@@ -8,8 +8,11 @@ in one run (docs/BENCHMARKS.md, "Timing side by side"). Where the memory plan ha
 sets at once, the reference is timed first and the candidate after it, in one block each.
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
-per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch keys and
-the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. The parent
+per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch key and
+the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. Both sides
+get one nonce and one sketch key per shape: the reference's repetition r runs on the inputs of the candidate's
+repetition r, so the sketch it takes there is the one its check of the candidate's would otherwise compute again
+with one more call (worker/timed_answers.py). The parent
 holds the device's timing lock around all of it, so its clock never counts a wait for it.
 
 On a GPU both sides' repetitions hold the stream for the same lead (worker/timing.py), so the events time the
@@ -71,10 +74,10 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: d
     return reps, reps * output_bytes <= HOLD_ALL_BYTES
 
 
-def plan_timing(reps: int, hold_all: bool, retained: int) -> ShapeTiming:
-    """Fresh seeds, key and held repetitions for one side's timing."""
+def plan_timing(reps: int, hold_all: bool, retained: int, nonce: int, sketch_key: int) -> ShapeTiming:
+    """The held repetitions for one side's timing, with the shape's nonce and sketch key."""
     hold = None if hold_all else sorted(_RANDOM.sample(range(reps), min(retained, reps)))
-    return ShapeTiming(reps, hold, secrets.randbits(30), secrets.randbits(62))
+    return ShapeTiming(reps, hold, nonce, sketch_key)
 
 
 def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
@@ -110,9 +113,11 @@ def split(reps: int, blocks: int) -> list[tuple[int, int]]:
 class Side:
     """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
-    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool):
+    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool,
+                 drawn: tuple[int, int]):  # fmt: skip
         self.call, self.shape, self.device, self.options = call, shape, device, options
         self.memory, self.strict = memory, strict
+        self.drawn = drawn  # the shape's nonce and sketch key, the same for both sides
         self.seed = secrets.randbits(30)
         self.warm = 0
         self.timing: ShapeTiming | None = None
@@ -140,7 +145,7 @@ class Side:
         reps, hold_all = repetitions(
             max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape, self.strict
         )
-        self.timing = plan_timing(reps, hold_all, self.memory["retained"])
+        self.timing = plan_timing(reps, hold_all, self.memory["retained"], *self.drawn)
 
     def command(self, first: int, reps: int, last: bool) -> dict:
         """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards."""
@@ -201,8 +206,9 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     `*_call(command, event)` sends one command to that process and returns its Reply. `compiled(side)`, if given,
     times torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed).
     """
-    reference = Side(reference_call, shape, device, options, memory, strict)
-    candidate = Side(candidate_call, shape, device, options, memory, strict)
+    drawn = (secrets.randbits(30), secrets.randbits(62))
+    reference = Side(reference_call, shape, device, options, memory, strict, drawn)
+    candidate = Side(candidate_call, shape, device, options, memory, strict, drawn)
     with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
         if memory["side_by_side"]:
             for side in (reference, candidate):

@@ -1,4 +1,4 @@
-"""The harness's own kernels (the comparison, the sketch and its bound), loaded in a thread while a worker starts.
+"""The harness's own kernels (comparison, sketch and bound, the stream's hold), loaded in a thread as a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
 0.31 s, then about 1 ms (bench/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
@@ -12,6 +12,7 @@ import threading
 
 import torch
 
+from evaluators.worker import stream_hold
 from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
@@ -52,6 +53,8 @@ def warm(device: str, role: str) -> None:
     against 0.13-0.21 s before the warm-up (docs/BENCHMARKS.md; that this was the cause is not measured).
     """
     expected = torch.rand(256, device=device)
+    if device == "cuda":
+        stream_hold.load()
     sample, sketcher = [expected.reshape(16, 16)], Sketcher(0)
     sketch_values([sketcher.sketch(sample)])
     if role != "reference":

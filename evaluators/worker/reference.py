@@ -18,6 +18,7 @@ from evaluators.worker.handoff import output_path, read_outputs
 from evaluators.worker.memory import RESERVE_BYTES, MemoryPlan, ShapeSizes, plan_memory, unbounded_plan
 from evaluators.worker.session import Session
 from evaluators.worker.sketch import Sketcher, read_back, sketch_mismatch, sketch_tolerance, sketch_values
+from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.trial_seeds import trial_plan
 from kernels.problem import Shape
 
@@ -192,6 +193,7 @@ def serve_reference(session: Session) -> None:
     rtol = job["rtol"] if job["rtol"] is not None else rtol
     kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
+    answers = TimedAnswers()
     for command in commands:
         shape = command["shape"]
         directory = Path(command.get("dir", "."))
@@ -208,14 +210,17 @@ def serve_reference(session: Session) -> None:
             session.warm(model, command)
             session.reply("warmed", {})
         elif cmd == "time":
-            facts = session.time(model, command)[0]  # its held copies are made like the candidate's, then dropped
+            # Its held copies are made like the candidate's, then dropped; its sketches' bounds are kept.
+            facts = session.time(model, command, answers.tolerance(memory, shape, atol, rtol))[0]
+            answers.keep(command, facts)
             session.reply("timing", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "time_compiled":
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
-            session.reply("comparison", check_reps(session, model, command, directory, atol, rtol, memory))
+            kept = answers.of(command)
+            session.reply("comparison", check_reps(session, model, command, directory, (atol, rtol), memory, kept))
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
 
@@ -251,31 +256,38 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
     return {"times_ms": facts["times_ms"]}
 
 
-def check_reps(session: Session, model, command: dict, directory: Path, atol, rtol, memory: dict) -> dict:
+def check_reps(session: Session, model, command: dict, directory: Path, tolerance: tuple, memory: dict,
+               kept: dict[int, tuple]) -> dict:  # fmt: skip
     """Every timed repetition's sketch against the reference's on the same inputs; the held outputs element-wise.
 
-    Returns {"sketches": [(rep, why) for the first mismatch, or nothing], "held": [mismatch or None per held rep]}.
+    `kept` holds the reference's own (sketch, bound) of the repetitions it timed on these inputs (timed_answers.py);
+    the others are computed here, with a reference call each. Returns {"sketches": [(rep, why) for the first
+    mismatch, or nothing], "held": [mismatch or None per held rep]}.
     """
     runtime, device, shape = session.runtime, session.device, command["shape"]
     found, held = command["sketches"], set(command["held"])
     read = open_shared if device == "cuda" and memory["retained_on_device"] else read_outputs
-    mine, bounds, held_checks = [], [], []
+    computed, mine, bounds, held_checks = [], [], [], []
     sketcher = Sketcher(command["sketch_key"])
     for rep in range(command["reps"]):
+        if rep in kept and rep not in held:
+            continue
         seed = timing.rep_seed(command["nonce"], shape, rep)
         with torch.no_grad():
             wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), device)
-        mine.append(sketcher.sketch(wanted))
-        bounds.append(sketch_tolerance(wanted, sketcher, atol, rtol))
+        if rep not in kept:
+            computed.append(rep)
+            mine.append(sketcher.sketch(wanted))
+            bounds.append(sketch_tolerance(wanted, sketcher, *tolerance))
         if rep in held:
             item = (output_path(directory, shape, "rep", rep), wanted)
             bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
-            held_checks.append(judge([item], atol, rtol, bound, device, memory["compare_chunk"], read)[0])
+            held_checks.append(judge([item], *tolerance, bound, device, memory["compare_chunk"], read)[0])
         del wanted
     # Read once, after every repetition is queued: three reads a repetition left the device idle between them.
-    mine, bounds = sketch_values(mine), read_back(bounds)
+    answers = kept | dict(zip(computed, zip(sketch_values(mine), read_back(bounds), strict=True), strict=True))
     for rep in range(command["reps"]):
-        why = sketch_mismatch(found[rep] if rep < len(found) else None, mine[rep], bounds[rep])
+        why = sketch_mismatch(found[rep] if rep < len(found) else None, *answers[rep])
         if why:
             return {"sketches": [[rep, why]], "held": held_checks}
     return {"sketches": [], "held": held_checks}

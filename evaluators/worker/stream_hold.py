@@ -15,6 +15,7 @@ None and the loop spins for the lead as before.
 from __future__ import annotations
 
 import ctypes
+import functools
 from pathlib import Path
 
 import torch
@@ -47,8 +48,13 @@ class StreamHold:
         self._word.value = self._want.value
 
 
+@functools.cache
 def load() -> StreamHold | None:
-    """The hold for this process's current CUDA context, or None where it cannot be had (the loop then spins)."""
+    """The hold for this process's CUDA context, or None where it cannot be had (the loop then spins).
+
+    Loaded once, while the worker starts (worker/kernel_warmup.py): the driver's compile of the PTX and the pinned
+    word took about 15 ms of the first timing command on an H100.
+    """
     if torch.version.hip:
         return None
     try:
@@ -56,8 +62,10 @@ def load() -> StreamHold | None:
         driver.cuLaunchKernel.argtypes = [_P, *[ctypes.c_uint] * 7, _P, ctypes.POINTER(_P), _P]
         module, function, context = _P(), _P(), _P()
         _check(driver.cuCtxGetCurrent(ctypes.byref(context)), "cuCtxGetCurrent")
-        if not context.value:  # torch's runtime makes its context current on a thread that has used the device
-            raise RuntimeError("no CUDA context is current on this thread")
+        if not context.value:  # a thread that has not used the device yet: torch's context is the device's primary
+            device = torch.cuda.current_device()
+            _check(driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
+            _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         _check(driver.cuModuleLoadData(ctypes.byref(module), PTX.read_bytes() + b"\0"), "cuModuleLoadData")
         _check(driver.cuModuleGetFunction(ctypes.byref(function), module, b"hold"), "cuModuleGetFunction")
         word = torch.zeros(1, dtype=torch.int32, pin_memory=True)

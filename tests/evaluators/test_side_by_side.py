@@ -95,6 +95,18 @@ def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
         ("candidate", _blocks(log, "candidate")[-1]))  # fmt: skip
 
 
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_both_sides_time_the_same_inputs_under_one_sketch_key(tmp_path, cuda_lock, side_by_side):
+    """Repetition r runs on the same inputs on either side: the reference's sketch of it serves its check."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side)
+    drawn = (candidate.nonce, candidate.sketch_key)
+    assert (reference.nonce, reference.sketch_key) == drawn
+    for side in ("reference", "candidate"):
+        assert {(c["nonce"], c["sketch_key"]) for c in _blocks(log, side)} == {drawn}
+    rehearsals = [c for _, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] != candidate.nonce]
+    assert len(rehearsals) == 2  # each side's rehearsal draws inputs no timed repetition uses
+
+
 def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_lock):
     """Eight commands a side: the calibration counts eight fixed costs, so an honest timer is not disputed."""
     (reference, candidate), _ = _timed(tmp_path, side_by_side=True)

@@ -7,6 +7,7 @@ The kernel's own checks need a CUDA GPU; `ptxas` (shipped with nvcc) checks the 
 import ctypes.util
 import shutil
 import subprocess
+import threading
 import time
 
 import pytest
@@ -68,3 +69,17 @@ def test_a_call_that_synchronizes_inside_waits_out_the_cap():
     waited_s = time.perf_counter() - began
     hold.release()
     assert 0.04 < waited_s < 5.0
+
+
+@pytest.mark.gpu
+@gpu
+def test_a_thread_that_never_used_the_device_loads_it_for_the_whole_process():
+    """The worker's warm-up thread loads it (worker/kernel_warmup.py); the timing loop then finds it loaded."""
+    torch.empty(1, device="cuda")
+    stream_hold.load.cache_clear()
+    loaded = []
+    thread = threading.Thread(target=lambda: loaded.append(stream_hold.load()))
+    thread.start()
+    thread.join()
+    assert loaded[0] is not None and stream_hold.load() is loaded[0]
+    assert _held_ms(loaded[0], cap_ms=2000.0, host_ms=20.0) < 500.0
