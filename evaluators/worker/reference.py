@@ -210,16 +210,16 @@ def serve_reference(session: Session) -> None:
             session.warm(model, command)
             session.reply("warmed", {})
         elif cmd == "time":
-            # Its held copies are made like the candidate's, then dropped; its sketches' bounds are kept.
-            facts = session.time(model, command, answers.tolerance(memory, shape, atol, rtol))[0]
-            answers.keep(command, facts)
+            # Its held copies are made like the candidate's, and kept for its check of the candidate's.
+            facts, held = session.time(model, command)
+            answers.keep(command, facts, held)
             session.reply("timing", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "time_compiled":
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
-            kept = answers.of(command)
+            kept = answers.take(command)
             session.reply("comparison", check_reps(session, model, command, directory, (atol, rtol), memory, kept))
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
@@ -260,34 +260,35 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
                kept: dict[int, tuple]) -> dict:  # fmt: skip
     """Every timed repetition's sketch against the reference's on the same inputs; the held outputs element-wise.
 
-    `kept` holds the reference's own (sketch, bound) of the repetitions it timed on these inputs (timed_answers.py);
-    the others are computed here, with a reference call each. Returns {"sketches": [(rep, why) for the first
-    mismatch, or nothing], "held": [mismatch or None per held rep]}.
+    `kept` holds the reference's own (sketch, outputs) of the repetitions it timed on these inputs
+    (timed_answers.py); the others are computed here, with a reference call each. Returns {"sketches": [(rep, why)
+    for the first mismatch, or nothing], "held": [mismatch or None per held rep]}.
     """
     runtime, device, shape = session.runtime, session.device, command["shape"]
     found, held = command["sketches"], set(command["held"])
     read = open_shared if device == "cuda" and memory["retained_on_device"] else read_outputs
-    computed, mine, bounds, held_checks = [], [], [], []
+    answers, fresh_reps, fresh, bounds, held_checks = {}, [], [], [], []
     sketcher = Sketcher(command["sketch_key"])
     for rep in range(command["reps"]):
-        if rep in kept and rep not in held:
-            continue
-        seed = timing.rep_seed(command["nonce"], shape, rep)
-        with torch.no_grad():
-            wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), device)
-        if rep not in kept:
-            computed.append(rep)
-            mine.append(sketcher.sketch(wanted))
-            bounds.append(sketch_tolerance(wanted, sketcher, *tolerance))
+        if rep in kept:
+            answers[rep], wanted = kept[rep]
+        else:
+            seed = timing.rep_seed(command["nonce"], shape, rep)
+            with torch.no_grad():
+                wanted = trials.flatten_outputs(model(*runtime.inputs(seed, "normal")), device)
+            fresh_reps.append(rep)
+            fresh.append(sketcher.sketch(wanted))
+        bounds.append(sketch_tolerance(wanted, sketcher, *tolerance))
         if rep in held:
             item = (output_path(directory, shape, "rep", rep), wanted)
             bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
             held_checks.append(judge([item], *tolerance, bound, device, memory["compare_chunk"], read)[0])
         del wanted
     # Read once, after every repetition is queued: three reads a repetition left the device idle between them.
-    answers = kept | dict(zip(computed, zip(sketch_values(mine), read_back(bounds), strict=True), strict=True))
+    answers |= dict(zip(fresh_reps, sketch_values(fresh), strict=True))
+    bounds = read_back(bounds)
     for rep in range(command["reps"]):
-        why = sketch_mismatch(found[rep] if rep < len(found) else None, *answers[rep])
+        why = sketch_mismatch(found[rep] if rep < len(found) else None, answers[rep], bounds[rep])
         if why:
             return {"sketches": [[rep, why]], "held": held_checks}
     return {"sketches": [], "held": held_checks}

@@ -70,11 +70,8 @@ class Session:
         with torch.no_grad(), pinned(self.timing_cpu):
             timing.warm_up(lambda args: model(*args), self.inputs_at, self.clocks, command["calls"], command["seed"])
 
-    def time(self, model, command: dict, tolerance: tuple | None = None) -> tuple[dict, dict]:
-        """The parent's timing command at the current shape: facts and the held copies by repetition.
-
-        `tolerance` (atol, rtol), the reference's: each repetition's sketch is bounded too (facts["bounds"]).
-        """
+    def time(self, model, command: dict) -> tuple[dict, dict]:
+        """The parent's timing command at the current shape: facts and the held copies by repetition."""
         memory = self.job["memory"]
         plan = timing.TimingPlan(
             first=command["first"],
@@ -86,7 +83,6 @@ class Session:
             timing_sets=memory["timing_sets"],
             held_device=self.device if memory["retained_on_device"] else "cpu",
             lead_ms=command.get("lead_ms", 0.0),
-            tolerance=tolerance,
         )
         with torch.no_grad(), pinned(self.timing_cpu):
             facts, held = timing.time_reps(

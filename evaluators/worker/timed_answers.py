@@ -1,44 +1,37 @@
-"""The reference's sketches and bounds of the repetitions it timed, kept for its check of the candidate's.
+"""The reference's own timed answers (its sketch and its held copy of each repetition), kept for its check.
 
 The parent gives both sides one nonce and one sketch key per shape (judge/timing_plan.py), so the reference's timed
-repetition r ran on the inputs of the candidate's repetition r. Its sketch there, bounded in its own timing loop, is
-what check_reps would otherwise compute again with one more reference call and input draw per repetition: 0.13 s
-of a cold level2/6 evaluation on an H100 (bench/timing_breakdown.py). Repetitions it did not time (a faster
-candidate has more) and those checked element-wise are still computed in the check.
+repetition r ran on the inputs of the candidate's repetition r. Where its timing held every output (small outputs,
+judge/timing_plan.py), its sketch and its copy of each are what check_reps would otherwise compute again, with one
+reference call and input draw a repetition: 0.13 s of a cold level2/6 evaluation on an H100 (bench/timing_breakdown.py).
+The check bounds each sketch from the copy; the timing loop itself does the same work on both sides. Computing the
+bounds inside the reference's timing loop instead read the reference 0.5-1.7 us slower than itself as a candidate
+on every small shape (docs/BENCHMARKS.md). Repetitions the reference did not time (a faster candidate has more)
+are still computed in the check.
 """
 
 from __future__ import annotations
 
-# The bound's float64 working copies (a few times the output's bytes) are not in the memory plan, which leaves the
-# timing sets most of the room: past this size the check computes them after the timing, as before.
-BOUNDED_OUTPUT_BYTES = 16 << 20
-
 
 class TimedAnswers:
-    """Per (shape, nonce, sketch key): {repetition: (its sketch, its bound)} from the reference's timing."""
+    """Per (shape, nonce, sketch key): {repetition: (its sketch, its outputs' copy)} from the reference's timing."""
 
     def __init__(self):
         self.kept: dict[tuple[int, int, int], dict[int, tuple]] = {}
 
-    @staticmethod
-    def tolerance(memory: dict, shape: int, atol, rtol) -> tuple | None:
-        """What the timing loop bounds sketches with at `shape`; None where its outputs are too large to.
-
-        The CPU's plan has no sizes: its shapes are small.
-        """
-        sizes = memory.get("sizes")
-        small = not sizes or sizes[shape]["output_bytes"] <= BOUNDED_OUTPUT_BYTES
-        return (atol, rtol) if small else None
-
-    def keep(self, command: dict, facts: dict) -> None:
-        """Take the bounds out of a timing reply's facts (the parent never sees them) and keep them by repetition."""
-        bounds = facts.pop("bounds", None)
-        if bounds is None:
+    def keep(self, command: dict, facts: dict, held: dict) -> None:
+        """A timing block's answers, where it held every repetition's outputs (the rehearsal holds none)."""
+        if command["hold"] is not None:
             return
-        answers = self.kept.setdefault((command["shape"], command["nonce"], command["sketch_key"]), {})
-        for offset, (sketch, bound) in enumerate(zip(facts["sketches"], bounds, strict=True)):
-            answers[command["first"] + offset] = (sketch, bound)
+        answers = self.kept.setdefault(_key(command), {})
+        for offset, sketch in enumerate(facts["sketches"]):
+            rep = command["first"] + offset
+            answers[rep] = (sketch, held[rep])
 
-    def of(self, command: dict) -> dict[int, tuple]:
-        """The kept answers under the check's shape, nonce and key (none where the timing used others)."""
-        return self.kept.get((command["shape"], command["nonce"], command["sketch_key"]), {})
+    def take(self, command: dict) -> dict[int, tuple]:
+        """The answers under the check's shape, nonce and key (none where the timing used others), given up here."""
+        return self.kept.pop(_key(command), {})
+
+
+def _key(command: dict) -> tuple[int, int, int]:
+    return command["shape"], command["nonce"], command["sketch_key"]

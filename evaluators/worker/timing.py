@@ -29,7 +29,7 @@ import torch
 
 from evaluators.worker import stream_hold
 from evaluators.worker.integrity import check
-from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
+from evaluators.worker.sketch import Sketcher, sketch_values
 from evaluators.worker.trials import flatten_outputs
 
 
@@ -97,8 +97,6 @@ class TimingPlan:
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
     lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
-    # (atol, rtol): each repetition's sketch is bounded too, as check_reps bounds the reference's (worker/reference.py)
-    tolerance: tuple | None = None
 
 
 def rep_seed(nonce: int, shape: int, rep: int) -> int:
@@ -164,7 +162,7 @@ def _loop(
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
-    times, issued, prepared, sketches, bounds, held = [], [], [], [], [], {}
+    times, issued, prepared, sketches, held = [], [], [], [], {}
     for i, rep in enumerate(numbers):
         began = clocks.now()
         if lead:
@@ -187,8 +185,6 @@ def _loop(
             times.append((clocks.now() - calling) * 1e3)
         outputs = flatten_outputs(output, copy=False)
         sketches.append(sketcher.sketch(outputs))
-        if plan.tolerance is not None:
-            bounds.append(sketch_tolerance(outputs, sketcher, *plan.tolerance))
         if rep in hold:
             with keep(plan.held_device != "cpu"):
                 # A candidate may reuse its output buffer. The copies stay alive to the end of the loop in the
@@ -204,13 +200,11 @@ def _loop(
     check()
     if cuda:
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
-    facts = {"times_ms": times, "sketches": sketch_values(sketches)}
-    if plan.tolerance is not None:
-        facts["bounds"] = read_back(bounds)
+    values = sketch_values(sketches)
     if not cuda:
-        return facts | {"label": "interpreter"}, held
-    facts |= {"issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
-    return facts | {"label": "cuda-events"}, held
+        return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
+    facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
+    return facts | {"sketches": values, "label": "cuda-events"}, held
 
 
 PROBE_SAMPLES = 7

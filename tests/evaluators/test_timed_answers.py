@@ -1,14 +1,17 @@
-"""The reference's check of the candidate's timed repetitions reuses the sketches its own timing took on the same
-inputs (worker/timed_answers.py), and calls the reference only for the repetitions its timing did not answer."""
+"""The reference's check of the candidate's timed repetitions reuses the sketches and copies its own timing took on
+the same inputs (worker/timed_answers.py), and calls the reference only for the repetitions its timing did not
+answer."""
 
 from contextlib import nullcontext
 from types import SimpleNamespace
 
+import pytest
 import torch
 
+from evaluators.worker.handoff import output_path, write_outputs
 from evaluators.worker.reference import check_reps
-from evaluators.worker.timed_answers import BOUNDED_OUTPUT_BYTES, TimedAnswers
-from evaluators.worker.timing import Clocks, TimingPlan, time_reps
+from evaluators.worker.timed_answers import TimedAnswers
+from evaluators.worker.timing import Clocks, TimingPlan, rep_seed, time_reps
 
 NONCE, KEY = 1234, 5678
 MEMORY = {"retained_on_device": False, "compare_chunk": 1 << 20}
@@ -27,33 +30,34 @@ class Reference:
         return x * 2 + 1
 
 
-def timed(call, reps: int, tolerance=None, nonce=NONCE, first=0) -> dict:
-    plan = TimingPlan(first, reps, nonce, KEY, hold=[], flush_mb=1, timing_sets=2, held_device="cpu",
-                      tolerance=tolerance)  # fmt: skip
-    return time_reps(lambda args: call(*args), fresh_inputs, plan, Clocks("cpu"), 0, lambda d: nullcontext())[0]
+def timed(call, reps: int, nonce=NONCE, first=0, hold=None) -> tuple[dict, dict]:
+    plan = TimingPlan(first, reps, nonce, KEY, hold=hold, flush_mb=1, timing_sets=2, held_device="cpu")
+    return time_reps(lambda args: call(*args), fresh_inputs, plan, Clocks("cpu"), 0, lambda d: nullcontext())
 
 
-def reference_timing(answers: TimedAnswers, reps: int, nonce=NONCE) -> None:
+def reference_timing(answers: TimedAnswers, reps: int, nonce=NONCE, hold=None) -> None:
     """The reference's timing of `reps` repetitions in two blocks, its answers kept as its worker keeps them."""
     for first, count in ((0, reps // 2), (reps // 2, reps - reps // 2)):
-        facts = timed(Reference(), count, (None, None), nonce, first)
-        answers.keep({"shape": 0, "nonce": nonce, "sketch_key": KEY, "first": first}, facts)
-        assert "bounds" not in facts  # taken out: the parent never sees them
+        block_hold = None if hold is None else [r for r in hold if first <= r < first + count]
+        facts, held = timed(Reference(), count, nonce, first, block_hold)
+        command = {"shape": 0, "nonce": nonce, "sketch_key": KEY, "first": first, "hold": block_hold}
+        answers.keep(command, facts, held)
 
 
-def check(found: list, reps: int, answers: TimedAnswers, tmp_path) -> tuple[dict, int]:
+def check(found: list, reps: int, answers: TimedAnswers, tmp_path, held=()) -> tuple[dict, int]:
     session = SimpleNamespace(runtime=SimpleNamespace(inputs=lambda seed, dist: fresh_inputs(seed)), device="cpu",
                               job={"max_result_mb": 1})  # fmt: skip
-    command = {"shape": 0, "reps": reps, "nonce": NONCE, "sketch_key": KEY, "sketches": found, "held": []}
+    command = {"shape": 0, "reps": reps, "nonce": NONCE, "sketch_key": KEY, "sketches": found, "held": list(held)}
     model = Reference()
-    verdict = check_reps(session, model, command, tmp_path, (None, None), MEMORY, answers.of(command))
+    verdict = check_reps(session, model, command, tmp_path, (None, None), MEMORY, answers.take(command))
+    assert answers.take(command) == {}  # given up to the check: the copies go with it
     return verdict, model.calls
 
 
 def test_the_reference_is_called_only_for_repetitions_its_timing_did_not_cover(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    found = timed(lambda x: x * 2 + 1, 6)["sketches"]  # a faster candidate timed six
+    found = timed(lambda x: x * 2 + 1, 6)[0]["sketches"]  # a faster candidate timed six
     verdict, calls = check(found, 6, answers, tmp_path)
     assert verdict == {"sketches": [], "held": []} and calls == 2
 
@@ -61,8 +65,8 @@ def test_the_reference_is_called_only_for_repetitions_its_timing_did_not_cover(t
 def test_a_wrong_answer_on_a_repetition_the_reference_timed_is_still_caught(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    found = timed(lambda x: x * 2 + 1, 4)["sketches"]
-    found[1] = timed(lambda x: x * 2 + 2, 4)["sketches"][1]  # every element off by one
+    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
+    found[1] = timed(lambda x: x * 2 + 2, 4)[0]["sketches"][1]  # every element off by one
     verdict, calls = check(found, 4, answers, tmp_path)
     assert calls == 0 and [rep for rep, _ in verdict["sketches"]] == [1]
 
@@ -70,13 +74,25 @@ def test_a_wrong_answer_on_a_repetition_the_reference_timed_is_still_caught(tmp_
 def test_answers_under_another_nonce_are_not_used(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4, nonce=NONCE + 1)
-    found = timed(lambda x: x * 2 + 1, 4)["sketches"]
+    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
     verdict, calls = check(found, 4, answers, tmp_path)
     assert verdict["sketches"] == [] and calls == 4
 
 
-def test_large_outputs_are_bounded_in_the_check_not_in_the_timing():
-    memory = {"sizes": [{"output_bytes": 1024}, {"output_bytes": BOUNDED_OUTPUT_BYTES + 1}]}
-    assert TimedAnswers.tolerance(memory, 0, 1e-3, None) == (1e-3, None)
-    assert TimedAnswers.tolerance(memory, 1, 1e-3, None) is None
-    assert TimedAnswers.tolerance({}, 0, None, None) == (None, None)  # the CPU's plan: no sizes, small shapes
+def test_a_timing_that_held_only_some_outputs_keeps_nothing(tmp_path):
+    """Large outputs: each side holds its own random few, so the reference's copies are not the check's."""
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4, hold=[1])
+    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
+    verdict, calls = check(found, 4, answers, tmp_path)
+    assert verdict["sketches"] == [] and calls == 4
+
+
+@pytest.mark.parametrize("offset, wrong", [(1.0, False), (2.0, True)])
+def test_held_outputs_are_compared_with_the_references_own_copy(tmp_path, offset, wrong):
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
+    write_outputs(output_path(tmp_path, 0, "rep", 2), [fresh_inputs(rep_seed(NONCE, 0, 2))[0] * 2 + offset])
+    verdict, calls = check(found, 4, answers, tmp_path, held=[2])
+    assert calls == 0 and (verdict["held"][0] is not None) == wrong
