@@ -129,14 +129,25 @@ def warm_up(call, fresh_inputs, clocks: Clocks, calls: int, seed: int) -> None:
     clocks.sync()
 
 
-def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep) -> tuple[dict, dict]:
+def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPool, torch.Tensor | None]:
+    """A shape's input sets and its cache-flush buffer (None off the GPU), for all of its timing commands.
+
+    A worker keeps them from a shape's first timing command to its last (worker/session.py). Made anew for each
+    command, they went back to the driver between blocks whenever the pool of held copies was released (its
+    torch.cuda.empty_cache), and were allocated again for the next block.
+    """
+    flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if device == "cuda" else None
+    return InputPool(fresh_inputs, plan.timing_sets), flush
+
+
+def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep, tensors=None):
     """Time `call(args)` once per repetition on fresh inputs; (facts, {rep: outputs} held for the parent's check).
 
-    `keep(on_device)` is the context held copies are made in (the candidate's pool of held outputs).
+    `keep(on_device)` is the context held copies are made in (the candidate's pool of held outputs); `tensors`, the
+    shape's timing_tensors where the caller keeps them across commands (made here otherwise).
     """
-    pool = InputPool(fresh_inputs, plan.timing_sets)
-    cuda = clocks.device == "cuda"
-    flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if cuda else None
+    pool, flush = tensors if tensors is not None else timing_tensors(fresh_inputs, plan, clocks.device)
+    cuda = flush is not None
     starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     numbers = range(plan.first, plan.first + plan.reps)
