@@ -15,10 +15,12 @@ repetition r, so the sketch it takes there is the one its check of the candidate
 with one more call (worker/timed_answers.py). The parent
 holds the device's timing lock around all of it, so its clock never counts a wait for it.
 
-On a GPU both sides' repetitions hold the stream for the same lead (worker/timing.py), so the events time the
-device's work, not the host thread's launches. It is sized from the reference's rehearsal: LEAD_FACTOR times its
-issue time per call, which covers a process that issues the same calls 2.6x slower (bench/launch_bound.py), and
-PREPARE_FACTOR times its host time to draw the inputs and flush, which come after the spin.
+On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
+events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
+(a call that synchronizes inside itself waits it out; where the hold cannot load, it is spun in full). It is sized
+from the reference's rehearsal: LEAD_FACTOR times its issue time per call, which covers a process that issues the
+same calls 2.6x slower (bench/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
+flush, which come after the hold.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ TIMING_BLOCKS = 16
 BLOCK_REPS = 10
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 _RANDOM = secrets.SystemRandom()
-_CALIBRATE_MS = 1e-3  # the reference's rehearsal holds the stream this little: enough to calibrate its spin
+# The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
+# where the released hold cannot load.
+_CALIBRATE_MS = 1e-3
 
 
 @dataclass

@@ -7,11 +7,14 @@ bench/reference_against_itself.py on a GPU, and the hold itself by tests/evaluat
 """
 
 from contextlib import nullcontext
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from evaluators.worker import stream_hold
+from evaluators.worker.device_handoff import HeldOutputs
+from evaluators.worker.session import Session
 from evaluators.worker.sketch import Sketcher
 from evaluators.worker.timing import Clocks, InputPool, TimingPlan, _loop, probe_reading
 
@@ -137,3 +140,34 @@ def test_side_stream_probe_reads_past_host_delays_but_not_past_work():
     # Work still running on another stream after the end event lengthens every reading.
     working = [t + 0.2e-3 for t in delayed]
     assert probe_reading(idle, working) == pytest.approx(0.2)
+
+
+def _session() -> Session:
+    """A worker's session on the CPU with a problem of one input; only what its timing command reads."""
+    session = Session.__new__(Session)
+    session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
+    session.job = {"memory": {"timing_sets": 4, "retained_on_device": True}, "flush_mb": 1}
+    session.clocks, session.held = Clocks("cpu"), HeldOutputs("cpu")
+    session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
+    return session
+
+
+def _time(session: Session, shape: int, first: int, last: bool) -> None:
+    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "sketch_key": 2, "hold": None, "last": last}
+    session.time(lambda x: x * 2, command)
+
+
+def test_a_shapes_input_sets_live_from_its_first_timing_command_to_its_last():
+    """Made afresh for each block, 8 GiB of them went back to the driver between blocks and read 12 % slow in
+    stretches on an H200 (docs/BENCHMARKS.md, level1/47)."""
+    session = _session()
+    _time(session, 0, 0, last=False)
+    shape, (pool, _flush) = session.timing_tensors
+    kept = list(pool.alive)
+    _time(session, 0, 2, last=False)
+    assert session.timing_tensors[1][0] is pool and any(a is b for a in kept for b in pool.alive)
+    _time(session, 0, 4, last=True)
+    assert session.timing_tensors is None
+    _time(session, 0, 0, last=False)
+    _time(session, 1, 0, last=False)  # another shape: its own sets
+    assert session.timing_tensors[0] == 1 and session.timing_tensors[1][0] is not pool
