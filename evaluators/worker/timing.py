@@ -134,7 +134,8 @@ def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPo
 
     A worker keeps them from a shape's first timing command to its last (worker/session.py). Made anew for each
     command, they went back to the driver between blocks whenever the pool of held copies was released (its
-    torch.cuda.empty_cache), and were allocated again for the next block.
+    torch.cuda.empty_cache), and were allocated again for the next block: on an H200, level1/47's 8 GiB input then
+    read 12 % slow in stretches, in either process (docs/BENCHMARKS.md).
     """
     flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if device == "cuda" else None
     return InputPool(fresh_inputs, plan.timing_sets), flush
