@@ -129,6 +129,7 @@ def main() -> None:
     options = EvalOptions(pin_timing=False) if args.no_pin else EvalOptions()
     ratios, disputed = [], 0
     problems = [load_problem(spec) for spec in args.problems]
+    args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "reference_against_itself.jsonl").open("w") as log:
         for run in (1, 2, 3):
             if run == 3:
