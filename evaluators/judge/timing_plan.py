@@ -12,8 +12,8 @@ per repetition and calibrate its clock around the candidate's commands (judge/wa
 the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. Both sides
 get one nonce and one sketch key per shape: the reference's repetition r runs on the inputs of the candidate's
 repetition r, so the sketch it takes there is the one its check of the candidate's would otherwise compute again
-with one more call (worker/timed_answers.py). The parent
-holds the device's timing lock around all of it, so its clock never counts a wait for it.
+with one more call (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its
+clock never counts a wait for it.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
