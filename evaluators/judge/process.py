@@ -96,13 +96,18 @@ class Reply:
 class Worker:
     """One running worker process and the parent's view of it: its commands, their deadlines and stage times."""
 
-    def __init__(self, role: str, options: ProcessOptions | EvalOptions, toolchain: str, device: str):
-        """Start the process; it imports torch and opens its device, then waits for its first command."""
+    def __init__(self, role: str, options: ProcessOptions | EvalOptions, toolchain: str, device: str,
+                 spare: bool = False):  # fmt: skip
+        """Start the process; it imports torch and opens its device, then waits for its first command.
+
+        A `spare` may wait a while for its job, so it also imports what a job may need (worker/main.py).
+        """
         self.role, self.options = role, options
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
         chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
         command = [sys.executable, "-s", "-m", "evaluators.worker.main", str(chan_w), str(ctl_r), role]
+        command += ["spare"] if spare else []
         use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
         # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
         # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.

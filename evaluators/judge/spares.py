@@ -75,7 +75,7 @@ def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worke
         spare = queue.popleft() if queue else None
         _claims[key] = _claims.get(key, 0) + 1
         while _replace_claimed and len(queue) < min(_depth(role, device), _claims[key]):
-            queue.append(Worker(role, options, toolchain, device))
+            queue.append(Worker(role, options, toolchain, device, spare=True))
     if spare is None or spare.proc.poll() is not None:
         spare = Worker(role, options, toolchain, device)
     return spare

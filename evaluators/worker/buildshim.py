@@ -9,6 +9,8 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+from evaluators.worker.on_import import when_imported
+
 
 class BuildFailure(RuntimeError):
     """The candidate's C++/CUDA source did not compile; the message ends with the compiler log's tail."""
@@ -19,9 +21,11 @@ class UnsupportedOnDevice(RuntimeError):
 
 
 def install(device: str, cache_dir: Path) -> None:
-    """Replace torch.utils.cpp_extension.load_inline before the candidate imports it."""
-    from torch.utils import cpp_extension
+    """Replace torch.utils.cpp_extension.load_inline before the candidate can call it (as the module is imported)."""
+    when_imported("torch.utils.cpp_extension", lambda module: _wrap(module, device, cache_dir))
 
+
+def _wrap(cpp_extension, device: str, cache_dir: Path) -> None:
     original = cpp_extension.load_inline
 
     def load_inline(name, cpp_sources, cuda_sources=None, *args, **kwargs):

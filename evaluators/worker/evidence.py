@@ -10,23 +10,31 @@ from __future__ import annotations
 import os
 import sys
 
+import torch
+
+from evaluators.worker.on_import import when_imported
+
 _counts = {"triton_launches": 0, "extensions_built": 0}
 _modules_before: set[str] = set()
 
 
 def install() -> None:
-    """Count launches of Triton kernels (compiled and interpreted) and builds of C++/CUDA/HIP extensions."""
-    _modules_before.update(sys.modules)
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        from triton.runtime.jit import JITFunction
-    except ImportError:
-        pass
-    else:
-        for kind in (JITFunction, InterpretedFunction):
-            kind.run = _counting(kind.run, "triton_launches")
-    from torch.utils import cpp_extension
+    """Count launches of Triton kernels (compiled and interpreted) and builds of C++/CUDA/HIP extensions.
 
+    Each module is wrapped as it is imported (at once if it already is): one the candidate never imports costs
+    nothing.
+    """
+    _modules_before.update(sys.modules)
+    when_imported("triton.runtime.jit", lambda jit: _count_runs(jit.JITFunction))
+    when_imported("triton.runtime.interpreter", lambda interpreter: _count_runs(interpreter.InterpretedFunction))
+    when_imported("torch.utils.cpp_extension", _count_builds)
+
+
+def _count_runs(kind) -> None:
+    kind.run = _counting(kind.run, "triton_launches")
+
+
+def _count_builds(cpp_extension) -> None:
     for name in ("load_inline", "load"):
         setattr(cpp_extension, name, _counting(getattr(cpp_extension, name), "extensions_built"))
 
@@ -42,8 +50,13 @@ def _counting(function, key: str):
 
 
 def seen() -> dict:
-    """The counts so far, and compiled modules loaded since install() from outside Python's own directories."""
-    system = tuple(os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    """The counts so far, and compiled modules loaded since install() from outside Python's and torch's directories.
+
+    Libraries installed beside torch (Triton's own compiled modules, imported only once the candidate uses it)
+    are not the candidate's.
+    """
+    libraries = os.path.dirname(os.path.dirname(torch.__file__))
+    system = tuple(os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, libraries})
     loaded = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""

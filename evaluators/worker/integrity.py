@@ -32,7 +32,8 @@ _LIBRARY_NAMESPACES = (torch, torch.Tensor, torch.nn.functional, torch.cuda, tor
 _LIBRARY_NAMESPACES += (builtins, random, random.Random, time, statistics, os, operator)
 _OUR_PACKAGES = ("evaluators", "kernels")
 # torch._dynamo rebinds torch.manual_seed when it is first imported (a candidate's torch.compile does). The harness
-# seeds through torch.random.manual_seed, which stays watched, so this one binding may change.
+# seeds through generators bound at import (kernels/runtime.py); torch.random.manual_seed, which a problem's own
+# generator may call, stays watched, so this one binding may change.
 _MAY_CHANGE = {("torch", "manual_seed")}
 
 _watched: list[tuple[str, dict, tuple, tuple]] = []

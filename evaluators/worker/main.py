@@ -1,4 +1,4 @@
-"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD ROLE`): runs the reference or the candidate.
+"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD ROLE [spare]`): the reference or a candidate.
 
 It answers the parent's commands, one reply each (worker/replies.py): a ping once started, then its job, then what
 its role serves (worker/reference.py, worker/candidate.py). Tensors never cross the channel. Clocks and the
@@ -65,12 +65,12 @@ def _first_to_go_when_memory_runs_out() -> None:
         pass
 
 
-def _import_what_the_job_needs(role: str) -> None:
-    """Before the first command: the role's module and the extension builder both roles wrap; Triton for a candidate.
+def _import_what_a_job_may_need(role: str) -> None:
+    """A spare's, while it waits: its role's module, and the extension builder and Triton a candidate may use.
 
-    A CLI's candidate waits for its job until the reference's first answer, about 0.4 s on an H100, then spent
-    0.25 s importing these (bench/cold_profile.py); a spare has the time anyway. The reference's first answer waits
-    on what it imports here, so Triton is left to a problem that uses it (0.08-0.19 s on the 2-core CPU VM).
+    Only a spare: a CLI's workers have their job at once, and these imports were 0.2-0.3 s of a cold evaluation's
+    path on an H200, for candidates and references that use neither (docs/BENCHMARKS.md). A job that needs one
+    imports it then; the worker wraps both as they are imported (worker/on_import.py).
     """
     from torch.utils import cpp_extension  # noqa: F401
 
@@ -89,7 +89,8 @@ def _import_what_the_job_needs(role: str) -> None:
 def main(argv: list[str]) -> None:
     """Open the device, then answer commands from fd argv[2] over fd argv[1] until the parent closes the pipe.
 
-    argv[3] is the role the worker will be given a job for: "reference" or "candidate".
+    argv[3] is the role the worker will be given a job for: "reference" or "candidate"; argv[4], "spare" when it
+    may wait a while for that job.
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
     _first_to_go_when_memory_runs_out()
@@ -100,7 +101,8 @@ def main(argv: list[str]) -> None:
         with starting_worker_lock():
             torch.empty(1, device="cuda")
         kernel_warmup.start(argv[3])
-    _import_what_the_job_needs(argv[3])
+    if argv[4:] == ["spare"]:
+        _import_what_a_job_may_need(argv[3])
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
         replies.reply("pong", {})

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.evaluators.conftest import CANDIDATES, PROBLEM
 
 CONTRACT_KEYS = {"status", "speedup", "runtime_ms", "baseline_ms", "suspicious", "message"}
@@ -65,3 +67,17 @@ def test_the_workers_started_before_the_options_are_built_are_the_ones_the_evalu
         for flags in ([], ["--timeout", "30"], ["--timeout", "2.5", "--no-timing", "--trials", "5"]):
             args = parse_args(["--problem", "p", "--candidate", "c.py", *flags])
             assert process_key(ProcessOptions(**process_fields(args))) == process_key(options_from(args))
+
+
+@pytest.mark.parametrize(
+    ("name", "flagged"), [("good_triton", False), ("torch_only", True), ("sees_wrapped_builder", True)]
+)
+def test_the_clis_candidate_wraps_triton_and_the_builder_as_it_imports_them(cache_dir, name, flagged):
+    """The CLI's workers import neither before their job; a candidate that does still finds both watched."""
+    done = run_cli(
+        "--problem", str(PROBLEM), "--candidate", str(CANDIDATES / f"{name}.py"), "--device", "cpu", "--json",
+        "--no-timing", cache_dir=cache_dir,
+    )  # fmt: skip
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["status"] == "correct", record["message"]
+    assert ("no_custom_kernel" in [flag["code"] for flag in record["flags"]]) == flagged

@@ -67,3 +67,18 @@ def test_a_new_problems_reference_takes_the_process_started_while_the_last_one_r
     assert waiting.assigned and any(warm.worker is waiting for warm in reference_pool._pool.values())
     reference_pool.close_all()
     spares.close_all()
+
+
+def test_only_a_spare_imports_what_a_job_may_need_and_either_wraps_the_builder(tmp_path):
+    """A process claimed at once takes its job at once; the spare started after it waits, so it imports ahead."""
+    options = EvalOptions(cache_dir=tmp_path, timing=False, timeout_s=30)
+    spares.close_all()
+    fresh = spares.claim("candidate", options, toolchain_key(), "cpu")
+    waiting = _waiting(options)
+    assert fresh.proc.args[-1] == "candidate" and waiting.proc.args[-1] == "spare"
+    fresh.close()
+    spares.close_all()
+    for _ in range(2):  # the first evaluation's candidate is claimed at once, the second's is the spare after it
+        result = evaluate(str(PROBLEM), candidate("sees_wrapped_builder"), "cpu", options)
+        assert result.status == "correct", result.message
+    spares.close_all()

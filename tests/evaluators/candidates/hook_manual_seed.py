@@ -1,4 +1,4 @@
-"""Cheat: replaces torch.random.manual_seed, through which the harness seeds every input draw.
+"""Cheat: replaces torch.random.manual_seed, which a problem's input generator may call to seed its draws.
 
 With it, a candidate could fix the seed and know the timed inputs in advance, or do its work as they are drawn.
 """
