@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,12 +28,16 @@ from kernelbench_eval import alias_candidate, cli_env  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 # Loaded by every Python process started with it on its path; logs to the directory named in the file written beside
-# it (a worker's environment is scrubbed, its PYTHONPATH kept).
+# it (a worker's environment is scrubbed, its PYTHONPATH kept). Its imports are watched by this checkout's
+# worker/on_import.py, copied beside it, whichever checkout's CLI runs.
 SITE = r"""
-import importlib.abc, importlib.machinery, os, sys, time
+import os, sys, time
+
+from on_import import when_imported
+
 _DIR = open(os.path.join(os.path.dirname(__file__), "timeline_dir")).read().strip()
-_WATCH = {"torch", "torch.utils.cpp_extension", "triton", "evaluators.judge.evaluate", "evaluators.worker.replies",
-          "evaluators.worker.reference", "evaluators.worker.candidate"}
+_WATCH = ("torch", "torch.utils.cpp_extension", "triton", "evaluators.judge.evaluate", "evaluators.worker.replies",
+          "evaluators.worker.reference", "evaluators.worker.candidate")
 
 
 def _log(what):
@@ -40,40 +45,27 @@ def _log(what):
         out.write(f"{time.time():.6f} {what}\n")
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in _WATCH:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
+def _logging_replies(module):
+    replies = module.Replies
+    read, send = replies.next_command, replies.reply
 
-        def exec_module(module):
-            run(module)
-            _log(f"imported {name}")
-            if name == "evaluators.worker.replies":
-                replies = module.Replies
-                read, send = replies.next_command, replies.reply
+    def next_command(self):
+        command = read(self)
+        _log(f"read {command and command.get('cmd')}")
+        return command
 
-                def next_command(self):
-                    command = read(self)
-                    _log(f"read {command and command.get('cmd')}")
-                    return command
+    def reply(self, event, meta):
+        _log(f"sent {event}")
+        return send(self, event, meta)
 
-                def reply(self, event, meta):
-                    _log(f"sent {event}")
-                    return send(self, event, meta)
-
-                replies.next_command, replies.reply = next_command, reply
-
-        spec.loader.exec_module = exec_module
-        return spec
+    replies.next_command, replies.reply = next_command, reply
 
 
 _START = time.time()
 _log("ready " + " ".join(sys.argv[:4])[-60:])
-sys.meta_path.insert(0, _Finder())
+for _name in _WATCH:
+    when_imported(_name, lambda module, name=_name: _log(f"imported {name}"))
+when_imported("evaluators.worker.replies", _logging_replies)
 """
 
 
@@ -81,6 +73,7 @@ def run_once(tree: Path, path: Path, candidate: Path, device: str, logs: Path) -
     """One cold CLI run with the timeline's sitecustomize; its logs in `logs`."""
     site = Path(tempfile.mkdtemp(prefix="timeline-site-"))
     (site / "sitecustomize.py").write_text(SITE)
+    shutil.copy(ROOT / "evaluators" / "worker" / "on_import.py", site / "on_import.py")
     (site / "timeline_dir").write_text(str(logs))
     with tempfile.TemporaryDirectory() as cache:
         env = cli_env(tree, cache)

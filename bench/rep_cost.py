@@ -20,17 +20,17 @@ import json
 import statistics
 import sys
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from stream_hold import timed  # noqa: E402
 
 from evaluators.judge.timing_plan import lead_ms  # noqa: E402
 from evaluators.worker.sketch import Sketcher  # noqa: E402
-from evaluators.worker.timing import Clocks, TimingPlan, time_reps, warm_up  # noqa: E402
+from evaluators.worker.timing import Clocks, warm_up  # noqa: E402
 from evaluators.worker.trials import flatten_outputs  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime, seed_everything  # noqa: E402
@@ -47,11 +47,11 @@ def host_us(piece, n: int, clocks: Clocks) -> float:
     return statistics.median(spent) * 1e6
 
 
-def pieces(call, runtime, clocks: Clocks, n: int) -> dict:
+def pieces(call, draw, clocks: Clocks, n: int) -> dict:
     """Host microseconds of each piece of one repetition."""
     flush = torch.empty(512 << 20, dtype=torch.int8, device="cuda")
     event = clocks.Event(enable_timing=True)
-    args = runtime.inputs(1, "normal")
+    args = draw(1)
     output = flatten_outputs(call(args), copy=False)
     sketcher = Sketcher(7)
     clocks.hold_stream(1e-3)  # loads the hold
@@ -66,7 +66,7 @@ def pieces(call, runtime, clocks: Clocks, n: int) -> dict:
         "hold+release": host_us(hold_release, n, clocks),
         "seed_everything": host_us(lambda: seed_everything(next(counter)), n, clocks),
         "torch.manual_seed": host_us(lambda: torch.random.manual_seed(next(counter)), n, clocks),
-        "draw (seed + generator)": host_us(lambda: runtime.inputs(next(counter), "normal"), n, clocks),
+        "draw (seed + generator)": host_us(lambda: draw(next(counter)), n, clocks),
         "flush": host_us(flush.zero_, n, clocks),
         "event": host_us(lambda: clocks.record(event), n, clocks),
         "call (issue)": host_us(lambda: call(args), n, clocks),
@@ -76,21 +76,13 @@ def pieces(call, runtime, clocks: Clocks, n: int) -> dict:
     }
 
 
-def loop(call, runtime, clocks: Clocks, reps: int, rounds: int) -> dict:
-    """The timing loop's host ms per repetition and the events' median, per round."""
-
-    def run(reps_now, lead, nonce):
-        plan = TimingPlan(0, reps_now, nonce, sketch_key=nonce, hold=None, flush_mb=512, timing_sets=2,
-                          held_device="cuda", lead_ms=lead)  # fmt: skip
-        began = time.perf_counter()
-        facts, _ = time_reps(call, runtime.inputs_normal, plan, clocks, 0, lambda on_device: nullcontext())
-        return facts, (time.perf_counter() - began) * 1e3 / reps_now
-
-    rehearsal, _ = run(5, 1e-3, 1)
+def loop(call, draw, clocks: Clocks, reps: int, rounds: int) -> dict:
+    """The timing loop's host ms per repetition and the events' median, per round (every output held)."""
+    rehearsal, _ = timed(call, draw, clocks, 5, 1e-3, 1, hold=None)
     lead = lead_ms(rehearsal)
     found = {"lead_ms": lead, "host_ms_per_rep": [], "median_ms": [], "prepare_ms": [], "issue_ms": []}
     for r in range(rounds):
-        facts, per_rep = run(reps, lead, 10 + r)
+        facts, per_rep = timed(call, draw, clocks, reps, lead, 10 + r, hold=None)
         found["host_ms_per_rep"].append(per_rep)
         found["median_ms"].append(statistics.median(facts["times_ms"]))
         found["prepare_ms"].append(statistics.median(facts["prepare_ms"]))
@@ -115,13 +107,13 @@ def main() -> None:
             if shape.kind != "benchmark":
                 continue
             runtime.use_shape(shape)
-            runtime.inputs_normal = functools.partial(runtime.inputs, dist="normal")
+            draw = functools.partial(runtime.inputs, dist="normal")
             model = runtime.reference(0)
             with torch.no_grad():
                 call = lambda a, model=model: model(*a)  # noqa: E731
-                warm_up(call, runtime.inputs_normal, clocks, 10, 0)
-                row = {"problem": problem.name, "shape": shape.name, "pieces_us": pieces(call, runtime, clocks, args.n)}
-                row["loop"] = loop(call, runtime, clocks, args.reps, args.rounds)
+                warm_up(call, draw, clocks, 10, 0)
+                row = {"problem": problem.name, "shape": shape.name, "pieces_us": pieces(call, draw, clocks, args.n)}
+                row["loop"] = loop(call, draw, clocks, args.reps, args.rounds)
             results.append(row)
             parts = ", ".join(f"{k} {v:.0f}" for k, v in row["pieces_us"].items())
             lp = row["loop"]

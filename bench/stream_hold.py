@@ -31,9 +31,13 @@ from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 
 
-def timed(call, draw, clocks: Clocks, reps: int, lead: float, nonce: int) -> tuple[dict, float]:
-    """(the loop's facts, host ms per repetition) for `reps` repetitions held for `lead` ms at most."""
-    plan = TimingPlan(0, reps, nonce, sketch_key=nonce, hold=[], flush_mb=512, timing_sets=2, held_device="cuda",
+def timed(call, draw, clocks: Clocks, reps: int, lead: float, nonce: int, hold=()) -> tuple[dict, float]:
+    """(the loop's facts, host ms per repetition) for `reps` repetitions held for `lead` ms at most.
+
+    `hold`: the repetitions whose outputs are copied (None: every one, as the evaluator does for small outputs).
+    """
+    hold = None if hold is None else list(hold)
+    plan = TimingPlan(0, reps, nonce, sketch_key=nonce, hold=hold, flush_mb=512, timing_sets=2, held_device="cuda",
                       lead_ms=lead)  # fmt: skip
     began = time.perf_counter()
     facts, _ = time_reps(call, draw, plan, clocks, 0, lambda on_device: nullcontext())
