@@ -6,6 +6,7 @@ and sends the parent only the verdict of each trial or checked repetition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ DEFAULT_TOLERANCE = {
     torch.complex64: (1e-4, 1e-4),
 }
 FP8_FALLBACK = (1e-1, 1e-1)
+# A reference's outputs, or a function that computes them when they are compared.
+Expected = list[torch.Tensor] | Callable[[], list[torch.Tensor]]
 
 
 @dataclass
@@ -41,22 +44,24 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
 
 
 def judge(
-    items: list[tuple[Path, list[torch.Tensor]]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
+    items: list[tuple[Path, Expected]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
 ) -> list:
     """Per (candidate output file, expected outputs), None when they match, else the mismatch as a dict.
 
     `read` turns a path into the candidate's tensors: a file of them, or a descriptor of device tensors shared
-    with this process. Stops at the first mismatch: the parent reports the first failing trial or repetition only.
+    with this process. Expected outputs given as a function are computed once the candidate's are open. Stops at
+    the first mismatch: the parent reports the first failing trial or repetition only.
     """
     verdicts = []
     for path, wanted in items:
-        found = None  # the last output compared is released before the next is opened
+        found = expected = None  # the last outputs compared are released before the next are opened
         try:
             found = read(path, max_bytes)
         except HandoffError as exc:
             mismatch = Mismatch(f"outputs unreadable: {exc}", "")
         else:
-            mismatch = compare_outputs(found, wanted, atol, rtol, device, chunk)
+            expected = wanted() if callable(wanted) else wanted
+            mismatch = compare_outputs(found, expected, atol, rtol, device, chunk)
         verdicts.append(asdict(mismatch) if mismatch else None)
         if mismatch:
             break

@@ -2,7 +2,8 @@
 
 The plan says what fits at all (one input set, its outputs and the cache-flush buffer), whether the reference and
 the candidate can be timed side by side (each with its own input sets, outputs and flush buffer), how many fresh
-input sets the timing loop keeps alive, whether the reference's outputs stay on the device, whether the candidate's
+input sets the timing loop keeps alive, whether the reference keeps its outputs on the device (or computes them again
+when comparing), whether the candidate's
 inputs are copied or fingerprinted for the in-place check, whether its outputs are handed over on the device,
 and how many elements are compared at a time.
 """
@@ -69,7 +70,8 @@ def plan_memory(
         return MemoryPlan(False, reason, free_bytes, total_bytes)
     room = free_bytes - needed
     expected_bytes = trials * sum(s.output_bytes for s in sizes)
-    # The reference's outputs stay on the device only when they leave the candidate most of the room.
+    # The reference's outputs stay on the device only when they leave the candidate most of the room; otherwise
+    # it computes each trial's again when comparing it, in the room its one call has.
     expected_on_device = expected_bytes <= room // 8
     if expected_on_device:
         room -= expected_bytes

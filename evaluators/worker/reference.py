@@ -30,6 +30,9 @@ ROOFLINE_DTYPES = {
 }
 
 
+FILE_FRAMING = 1 << 20  # room in an output file beyond its tensors' bytes
+
+
 class NoRoom(Exception):
     """The reference's first call at a shape ran out of device memory: the problem does not fit."""
 
@@ -135,24 +138,30 @@ def plan_for(session: Session, models: ReferenceModels, free: int, total: int) -
 
 
 def expected_outputs(session: Session, memory: dict, models: ReferenceModels) -> tuple[list, dict]:
-    """The reference's outputs for every shape and trial, and what the parent learns of the problem meanwhile."""
+    """Per shape and trial, the reference's outputs, and what the parent learns of the problem meanwhile.
+
+    Where the plan leaves them no room on the device, each trial's entry is a function that computes them again when
+    they are compared: a reference call is milliseconds, where keeping 6 GiB outputs on the host cost seconds a
+    trial each way, through pageable memory. Only the first trial is called here then, for the sizes and the dtype.
+    """
     job, runtime, device = session.job, session.runtime, session.device
-    keep_on = device if memory["expected_on_device"] else "cpu"
+    kept = memory["expected_on_device"]
     plan = trial_plan(job["seed"], job["trials"])
     expected, shapes_meta, sizes = [], [], []
     for i, shape in enumerate(session.shapes):
         model = models.at(i)
         outputs = []
         with torch.no_grad():
-            for seed, dist in plan:
+            for t, (seed, dist) in enumerate(plan if kept else plan[:1]):
                 args = runtime.inputs(seed, dist)
                 output = model(*args)
-                if not outputs:  # the sizes the plan was made from, as measured on real tensors
+                if t == 0:  # the sizes the plan was made from, as measured on real tensors
                     sizes.append(vars(ShapeSizes(shape.name, _nbytes(args), _nbytes(output))))
-                outputs.append(trials.flatten_outputs(output, keep_on))
-                dtype = _roofline_dtype(args)
+                    dtype = _roofline_dtype(args)
+                if kept:
+                    outputs.append(trials.flatten_outputs(output, device))
                 del args, output
-        expected.append(outputs)
+        expected.append(outputs if kept else [_computed(session, models, i, seed, dist) for seed, dist in plan])
         shapes_meta.append({"roofline": runtime.roofline(), "dtype": dtype})
     if device == "cuda":
         torch.cuda.empty_cache()  # what the reference no longer holds goes back to the driver, for the candidate
@@ -163,6 +172,17 @@ def expected_outputs(session: Session, memory: dict, models: ReferenceModels) ->
         "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
     }
     return expected, meta
+
+
+def _computed(session: Session, models: ReferenceModels, shape: int, seed: int, dist: str):
+    """A function returning the reference's outputs for one trial, computed when called (inputs freed at return)."""
+
+    def outputs() -> list[torch.Tensor]:
+        model = models.at(shape)
+        with torch.no_grad():
+            return trials.flatten_outputs(model(*session.runtime.inputs(seed, dist)), session.device, copy=False)
+
+    return outputs
 
 
 def serve_reference(session: Session) -> None:
@@ -200,7 +220,7 @@ def serve_reference(session: Session) -> None:
         cmd = command["cmd"]
         if cmd == "compare":
             items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
-            bound = max(limit, _file_bound(expected[shape][0]))
+            bound = max(limit, meta["sizes"][shape]["output_bytes"] + FILE_FRAMING)
             read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
             session.reply("comparison", {"checks": checks})
@@ -296,7 +316,7 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
 
 def _file_bound(expected: list[torch.Tensor]) -> int:
     """The largest output file a right answer needs: the reference's bytes plus room for the file's framing."""
-    return _nbytes(expected) + (1 << 20)
+    return _nbytes(expected) + FILE_FRAMING
 
 
 def _nbytes(value) -> int:
