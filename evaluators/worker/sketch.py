@@ -19,6 +19,8 @@ BLOCK = 1 << 24  # elements per weighted block: the weights and one converted bl
 # Rounding of a float32 dot product over n terms: a few float32 epsilons times sqrt(n) times the terms' norm, even
 # summed in order (eight of them here, so any summation order of an honest output stays inside).
 ROUNDING = 8 * 2.0**-23
+# Dtypes whose blocks the bounds read as they are; others (fp8, integers, bool) are converted to float64 first.
+_SUMMED_AS_IS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _DOT, _RANDN, _GENERATOR, _STACK = torch.dot, torch.randn, torch.Generator, torch.stack
 _DETACH, _RESHAPE, _TO = torch.Tensor.detach, torch.Tensor.reshape, torch.Tensor.to
 
@@ -28,7 +30,7 @@ class Sketcher:
 
     def __init__(self, key: int):
         self.key = key
-        self.weights: dict[tuple[int, int, str], torch.Tensor] = {}
+        self.weights: dict[tuple, torch.Tensor] = {}
 
     def _weights(self, index: int, n: int, device) -> torch.Tensor:
         slot = (index, n, str(device))
@@ -36,6 +38,13 @@ class Sketcher:
             generator = _GENERATOR(device=device)
             generator.manual_seed((self.key * 1_000_003 + index * 7_919) % (2**63 - 1))
             self.weights[slot] = _RANDN(n, generator=generator, device=device, dtype=torch.float32)
+        return self.weights[slot]
+
+    def weights64(self, index: int, n: int, device) -> torch.Tensor:
+        """The same weights in float64, for the bounds (sketch_tolerance); kept like the float32 ones."""
+        slot = (index, n, str(device), "float64")
+        if slot not in self.weights:
+            self.weights[slot] = _TO(self._weights(index, n, device), torch.float64)
         return self.weights[slot]
 
     def sketch(self, outputs: list[torch.Tensor]) -> list[tuple[list[int], torch.Tensor]]:
@@ -80,19 +89,28 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
     The weights repeat every BLOCK elements, so the tolerances of the elements that share a weight add up before
     they are squared. The tolerance is compare.py's for the tensor's dtype where `atol`/`rtol` leave it open.
     Device scalars, with no synchronization: read_back turns many repetitions' bounds into floats at once.
+    Each block is read in its own dtype and promoted to float64 inside the kernels that sum it, and the atol part
+    is added once per weight: converting every block first took about 2.7 GB of memory traffic per 16 M elements
+    (level1/19's check: 1.9 s, most of it this, for 6 GiB outputs; docs/BENCHMARKS.md).
     """
     bounds = []
     for index, tensor in enumerate(expected):
         atol_t, rtol_t = tolerance(tensor.dtype, atol, rtol)
         flat = _values(tensor)
-        weights = sketcher._weights(index, min(flat.numel(), BLOCK), flat.device)
-        shared = torch.zeros(weights.numel(), dtype=torch.float64, device=flat.device)
+        n = flat.numel()
+        weights = sketcher.weights64(index, min(n, BLOCK), flat.device)
+        width = weights.numel()
+        shared = torch.zeros(width, dtype=torch.float64, device=flat.device)
         rounding = torch.zeros((), dtype=torch.float64, device=flat.device)
-        for lo in range(0, flat.numel(), BLOCK):
-            part = _TO(flat[lo : lo + BLOCK], torch.float64).nan_to_num(0.0, 0.0, 0.0)
-            shared[: part.numel()] += atol_t + rtol_t * part.abs()
-            terms = part * _TO(weights[: part.numel()], torch.float64)
+        for lo in range(0, n, BLOCK):
+            part = flat[lo : lo + BLOCK]
+            part = (part if part.dtype in _SUMMED_AS_IS else _TO(part, torch.float64)).nan_to_num(0.0, 0.0, 0.0)
+            shared[: part.numel()].add_(part.abs(), alpha=rtol_t)
+            terms = torch.mul(part, weights[: part.numel()])  # float64: the product is promoted, not the block
             rounding += ROUNDING * math.sqrt(part.numel()) * torch.linalg.vector_norm(terms)
+        if width:  # each weight is shared by n // width blocks, the first n % width weights by one more
+            shared += atol_t * (n // width)
+            shared[: n % width] += atol_t
         bounds.append(8.0 * (shared**2).sum().sqrt() + 2 * rounding)
     return bounds
 

@@ -1,8 +1,11 @@
 """Sketches of timed outputs: an honest output within tolerance always passes, a wrong one never does."""
 
+import math
+
 import pytest
 import torch
 
+from evaluators.worker import sketch
 from evaluators.worker.sketch import BLOCK, Sketcher, read_back, sketch_mismatch, sketch_tolerance, sketch_values
 
 
@@ -43,3 +46,19 @@ def test_outputs_longer_than_one_block_reuse_the_weights_and_still_pass_honest_b
     wrong = expected.clone()
     wrong[BLOCK:] += 10.0
     assert "weighted sum" in check(wrong, expected, 3)
+
+
+def test_the_bound_adds_atol_once_for_every_block_that_shares_a_weight(monkeypatch):
+    """Zeros of 2.5 blocks: the first half block's weights are shared by three elements, the rest by two."""
+    monkeypatch.setattr(sketch, "BLOCK", 1000)
+    atol = 0.5
+    (bound,) = read_back([sketch_tolerance([torch.zeros(2500)], Sketcher(1), atol, 0.0)])[0]
+    assert bound == pytest.approx(8.0 * math.sqrt(500 * (3 * atol) ** 2 + 500 * (2 * atol) ** 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.int32, torch.bool])
+def test_every_output_dtype_gets_a_finite_bound_and_honest_values_pass(dtype):
+    expected = (torch.randn(64, 65) * 4).to(dtype)
+    assert check(expected.clone(), expected, 2) is None
+    (bound,) = read_back([sketch_tolerance([expected], Sketcher(2), None, None)])[0]
+    assert math.isfinite(bound)
