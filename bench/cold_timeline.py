@@ -5,7 +5,8 @@ name or a problem file; the candidate is its reference (an identity ModelNew); -
 Each run is a fresh CLI process with an empty cache directory and a `sitecustomize` on its PYTHONPATH (workers keep
 the parent's PYTHONPATH entries), which writes, per process, when the interpreter was ready, when chosen modules
 finished importing (torch, its extension builder, Triton, the worker's modules) and when each command was read and
-each reply sent. Nothing is sampled (bench/cold_profile.py's py-spy lost stretches of seconds), and the logging
+each reply sent, and when each process that exits by itself did; the bench's own line says when the CLI's process
+returned. Nothing is sampled (bench/cold_profile.py's py-spy lost stretches of seconds), and the logging
 costs microseconds an event. Prints each run's events from the CLI's start, the timing blocks left out unless
 --all; keeps the logs in --out.
 """
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +33,7 @@ from kernels.problem import load_problem  # noqa: E402
 # it (a worker's environment is scrubbed, its PYTHONPATH kept). Its imports are watched by this checkout's
 # worker/on_import.py, copied beside it, whichever checkout's CLI runs.
 SITE = r"""
-import os, sys, time
+import atexit, os, sys, time
 
 from on_import import when_imported
 
@@ -66,6 +68,7 @@ _log("ready " + " ".join(sys.argv[:4])[-60:])
 for _name in _WATCH:
     when_imported(_name, lambda module, name=_name: _log(f"imported {name}"))
 when_imported("evaluators.worker.replies", _logging_replies)
+atexit.register(_log, "exit")  # a worker killed at the end logs none
 """
 
 
@@ -80,6 +83,7 @@ def run_once(tree: Path, path: Path, candidate: Path, device: str, logs: Path) -
         env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(site)])
         cli = [sys.executable, "-m", "evaluators.run", "--problem", str(path), "--candidate", str(candidate)]
         subprocess.run([*cli, "--device", device, "--json"], cwd=tree, env=env, capture_output=True, timeout=900)
+    (logs / "bench.log").write_text(f"{time.time():.6f} the CLI's process returned\n")
 
 
 def report(logs: Path, everything: bool) -> str:
