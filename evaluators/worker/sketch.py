@@ -115,6 +115,24 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
     return bounds
 
 
+def sketch_floor(expected: list[torch.Tensor], atol, rtol) -> list[float]:
+    """Per tensor, a lower bound of sketch_tolerance's from the sizes alone: its atol part, with no reading.
+
+    Each weight's shared tolerance is at least atol times the blocks that share it, so a sketch within this floor
+    is within the full bound too (sketch_mismatch only fails a sum beyond its bound). The check computes the full
+    bound only for a repetition whose sketch is not within its floor.
+    """
+    floors = []
+    for tensor in expected:
+        atol_t = tolerance(tensor.dtype, atol, rtol)[0]
+        n = tensor.numel() * (2 if tensor.is_complex() else 1)
+        width = min(n, BLOCK)
+        full, extra = divmod(n, width) if width else (0, 0)
+        squares = extra * (full + 1) ** 2 + (width - extra) * full**2
+        floors.append(8.0 * atol_t * math.sqrt(squares) * (1 - 1e-9))  # a hair under: the device's sums round
+    return floors
+
+
 def sketch_mismatch(found, expected: list, bounds: list[float]) -> str | None:
     """Why a candidate's sketch is not the reference's within the bounds, or None when it is."""
     if not isinstance(found, list) or len(found) != len(expected):

@@ -6,7 +6,15 @@ import pytest
 import torch
 
 from evaluators.worker import sketch
-from evaluators.worker.sketch import BLOCK, Sketcher, read_back, sketch_mismatch, sketch_tolerance, sketch_values
+from evaluators.worker.sketch import (
+    BLOCK,
+    Sketcher,
+    read_back,
+    sketch_floor,
+    sketch_mismatch,
+    sketch_tolerance,
+    sketch_values,
+)
 
 
 def check(found: torch.Tensor, expected: torch.Tensor, key: int, atol=1e-4, rtol=1e-4) -> str | None:
@@ -62,3 +70,17 @@ def test_every_output_dtype_gets_a_finite_bound_and_honest_values_pass(dtype):
     assert check(expected.clone(), expected, 2) is None
     (bound,) = read_back([sketch_tolerance([expected], Sketcher(2), None, None)])[0]
     assert math.isfinite(bound)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.complex64, torch.int32])
+@pytest.mark.parametrize("n", [1, 999, 1000, 2500])
+def test_the_floor_is_never_above_the_bound_and_is_it_for_zeros_without_rtol(monkeypatch, dtype, n):
+    monkeypatch.setattr(sketch, "BLOCK", 1000)
+    expected = (torch.randn(n, dtype=torch.complex64 if dtype.is_complex else torch.float32) * 3).to(dtype)
+    for atol, rtol in ((None, None), (0.5, 0.0), (1e-3, 1e-1)):
+        (floor,) = sketch_floor([expected], atol, rtol)
+        (bound,) = read_back([sketch_tolerance([expected], Sketcher(4), atol, rtol)])[0]
+        assert 0 <= floor <= bound
+    zeros = torch.zeros_like(expected)
+    (floor,) = sketch_floor([zeros], 0.5, 0.0)
+    assert floor == pytest.approx(read_back([sketch_tolerance([zeros], Sketcher(4), 0.5, 0.0)])[0][0], rel=1e-6)

@@ -8,8 +8,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from evaluators.worker import reference
 from evaluators.worker.handoff import output_path, write_outputs
 from evaluators.worker.reference import check_reps
+from evaluators.worker.sketch import sketch_floor, sketch_tolerance
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.timing import Clocks, TimingPlan, rep_seed, time_reps
 
@@ -96,3 +98,36 @@ def test_held_outputs_are_compared_with_the_references_own_copy(tmp_path, offset
     write_outputs(output_path(tmp_path, 0, "rep", 2), [fresh_inputs(rep_seed(NONCE, 0, 2))[0] * 2 + offset])
     verdict, calls = check(found, 4, answers, tmp_path, held=[2])
     assert calls == 0 and (verdict["held"][0] is not None) == wrong
+
+
+def test_only_sketches_beyond_their_floor_get_the_full_bound(tmp_path, monkeypatch):
+    """Exact answers never pay for the bound; answers off by less than rtol pass through it, their outputs computed
+    again where the reference's timing did not keep them; a wrong one is still caught."""
+    bounded = []
+
+    def counting(expected, sketcher, atol, rtol):
+        bounded.append(len(expected))
+        return sketch_tolerance(expected, sketcher, atol, rtol)
+
+    monkeypatch.setattr(reference, "sketch_tolerance", counting)
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    exact = timed(lambda x: x * 2 + 1, 6)[0]["sketches"]
+    verdict, calls = check(exact, 6, answers, tmp_path)
+    assert verdict["sketches"] == [] and calls == 2 and bounded == []
+
+    close = timed(lambda x: (x * 2 + 1) * (1 + 5e-5), 6)[0]["sketches"]  # half of rtol: honest
+    floors = [sketch_floor([fresh_inputs(rep_seed(NONCE, 0, rep))[0]], None, None)[0] for rep in range(6)]
+    beyond = [rep for rep in range(6) if abs(close[rep][0][1] - exact[rep][0][1]) > floors[rep]]
+    assert beyond, "the scaled answers should leave some sketch beyond its floor"
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    verdict, calls = check(close, 6, answers, tmp_path)
+    assert verdict["sketches"] == [] and len(bounded) == len(beyond)
+    assert calls == 2 + sum(rep >= 4 for rep in beyond)  # repetitions 4 and 5 were not kept: computed again
+
+    wrong = timed(lambda x: x * 2 + 1.5, 6)[0]["sketches"]
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    verdict, _ = check(wrong, 6, answers, tmp_path)
+    assert [rep for rep, _ in verdict["sketches"]] == [0]
