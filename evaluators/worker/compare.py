@@ -160,9 +160,9 @@ def _float_chunk(o, r, lo, atol, rtol, tally):
     scale = r.abs()
     excess = diff - (atol + rtol * scale)
     rel = torch.where(finite, diff / scale.clamp_min(torch.finfo(torch.float64).tiny), 0.0)
-    worst = excess.argmax()
+    worst_at = excess.argmax()
     max_diff, max_rel, count, worst, worst_excess = _STACK(
-        [diff.max(), rel.max(), (excess > 0).sum().double(), worst.double(), excess[worst]]
+        [diff.max(), rel.max(), (excess > 0).sum().double(), worst_at.double(), excess[worst_at]]
     ).tolist()
     tally.max_diff, tally.max_rel = max(tally.max_diff, max_diff), max(tally.max_rel, max_rel)
     if count:

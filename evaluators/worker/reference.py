@@ -37,9 +37,6 @@ ROOFLINE_DTYPES = {
 }
 
 
-FILE_FRAMING = 1 << 20  # room in an output file beyond its tensors' bytes
-
-
 class NoRoom(Exception):
     """The reference's first call at a shape ran out of device memory: the problem does not fit."""
 
@@ -183,13 +180,7 @@ def expected_outputs(session: Session, memory: dict, models: ReferenceModels) ->
 
 def _computed(session: Session, models: ReferenceModels, shape: int, seed: int, dist: str):
     """A function returning the reference's outputs for one trial, computed when called (inputs freed at return)."""
-
-    def outputs() -> list[torch.Tensor]:
-        model = models.at(shape)
-        with torch.no_grad():
-            return trials.flatten_outputs(model(*session.runtime.inputs(seed, dist)), session.device, copy=False)
-
-    return outputs
+    return lambda: _outputs(session, models.at(shape), seed, dist)
 
 
 def serve_reference(session: Session) -> None:
@@ -227,7 +218,7 @@ def serve_reference(session: Session) -> None:
         cmd = command["cmd"]
         if cmd == "compare":
             items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
-            bound = max(limit, meta["sizes"][shape]["output_bytes"] + FILE_FRAMING)
+            bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
             read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
             session.reply("comparison", {"checks": checks})
@@ -308,7 +299,7 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
         floors[rep] = sketch_floor(wanted, *tolerance)
         if rep in held:
             item = (output_path(directory, shape, "rep", rep), wanted)
-            bound = max(session.job["max_result_mb"] << 20, _file_bound(wanted))
+            bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
             held_checks.append(judge([item], *tolerance, bound, device, memory["compare_chunk"], read)[0])
         del wanted
     # Read once, after every repetition is queued: three reads a repetition left the device idle between them.
@@ -330,14 +321,18 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
 
 def _rep_outputs(session: Session, model, command: dict, rep: int) -> list[torch.Tensor]:
     """The reference's outputs on timed repetition `rep`'s inputs, redrawn from its seed."""
-    seed = timing.rep_seed(command["nonce"], command["shape"], rep)
+    return _outputs(session, model, timing.rep_seed(command["nonce"], command["shape"], rep), "normal")
+
+
+def _outputs(session: Session, model, seed: int, dist: str) -> list[torch.Tensor]:
+    """The reference's outputs, as they are, on inputs drawn afresh from `seed` (freed at return)."""
     with torch.no_grad():
-        return trials.flatten_outputs(model(*session.runtime.inputs(seed, "normal")), session.device, copy=False)
+        return trials.flatten_outputs(model(*session.runtime.inputs(seed, dist)), session.device, copy=False)
 
 
-def _file_bound(expected: list[torch.Tensor]) -> int:
+def _file_bound(output_bytes: int) -> int:
     """The largest output file a right answer needs: the reference's bytes plus room for the file's framing."""
-    return _nbytes(expected) + FILE_FRAMING
+    return output_bytes + (1 << 20)
 
 
 def _nbytes(value) -> int:
