@@ -40,22 +40,25 @@ class _Finder(importlib.abc.MetaPathFinder):
         else:
             return None
         if spec.loader is not None:
-            spec.loader = _Then(spec.loader, _pending.pop(name))
+            # The functions are taken when the module runs, not here: a spec found only to ask whether a module
+            # exists (importlib.util.find_spec, as torch asks for Triton) is never loaded, and the import after it
+            # must still run them.
+            spec.loader = _Then(spec.loader, name)
         return spec
 
 
 class _Then:
     """A loader that runs the module's own loader, then the functions waiting for it; anything else it forwards."""
 
-    def __init__(self, loader, actions: list[Callable[[ModuleType], None]]):
-        self._loader, self._actions = loader, actions
+    def __init__(self, loader, name: str):
+        self._loader, self._name = loader, name
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        for then in self._actions:
+        for then in _pending.pop(self._name, []):
             then(module)
 
     def __getattr__(self, name: str):

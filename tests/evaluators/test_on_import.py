@@ -1,6 +1,7 @@
 """worker/on_import.py: a function run on a module as its import finishes, or at once if it is already imported."""
 
 import importlib
+import importlib.util
 import inspect
 import sys
 
@@ -50,3 +51,13 @@ def test_the_wrapped_loader_still_serves_the_source_and_other_imports_pass(packa
     assert isinstance(module.__loader__, on_import._Then)
     assert '"""The original."""' in inspect.getsource(module.load)
     assert package not in on_import._pending  # run once; a reload is an ordinary import
+
+
+def test_asking_whether_a_module_exists_does_not_use_up_what_waits_for_its_import(package):
+    on_import.when_imported(package, lambda module: setattr(module, "load", lambda: "wrapped"))
+    assert importlib.util.find_spec(package) is not None  # found, never loaded: as torch asks for Triton
+    assert package in on_import._pending and package not in sys.modules
+    from ks_probe_pkg.builder import load
+
+    assert load() == "wrapped"
+    assert package not in on_import._pending
