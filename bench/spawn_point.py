@@ -41,7 +41,7 @@ def one_run(tree: Path, problem: Path, candidate: Path, device: str) -> list[flo
             raise SystemExit(f"error: {tree} exited {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
         execs = [(float(m[1]), m[2]) for m in map(EXEC.match, trace.read_text().splitlines()) if m]
     start = execs[0][0]
-    return [at - start for at, argv in execs if "evaluators.worker.main" in argv and "unshare" not in argv][:2]
+    return [at - start for at, argv in execs if "evaluators.worker" in argv and "unshare" not in argv][:2]
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Worker process (`python -m evaluators.worker.main CHANNEL_FD CONTROL_FD ROLE [spare]`): the reference or a candidate.
+"""Worker process (`python -m evaluators.worker CHANNEL_FD CONTROL_FD ROLE [spare]`): the reference or a candidate.
 
 It answers the parent's commands, one reply each (worker/replies.py): a ping once started, then its job, then what
 its role serves (worker/reference.py, worker/candidate.py). Tensors never cross the channel. Clocks and the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import buildshim, kernel_warmup
+from evaluators.worker import buildshim, early_context, kernel_warmup
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
 from kernels.problem import ProblemError
@@ -97,7 +97,9 @@ def main(argv: list[str]) -> None:
     replies = Replies(int(argv[1]), int(argv[2]))
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
-        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py).
+        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py). Mostly opened
+        # already, while torch imported; torch's own state (its runtime, allocator) starts here.
+        early_context.wait()
         with starting_worker_lock():
             torch.empty(1, device="cuda")
         kernel_warmup.start(argv[3])
@@ -133,7 +135,3 @@ def main(argv: list[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown and any atexit hooks the candidate registered
-
-
-if __name__ == "__main__":
-    main(sys.argv)
