@@ -19,11 +19,9 @@ import json
 import statistics
 import subprocess
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from launch_modes import block_medians, shape_runtime
 
 VARIANTS = {"first": None, "after 1 element": 0, "after 64 MiB": 64}
 
@@ -32,27 +30,10 @@ def child(problem_name: str, shape_index: int, spacer_mb: int | None) -> dict:
     """One process's median (run with --child)."""
     import torch
 
-    from evaluators.worker.timing import Clocks, TimingPlan, time_reps, timing_tensors, warm_up
-    from kernels.problem import load_problem
-    from kernels.runtime import problem_runtime
-
-    problem = load_problem(problem_name)
-    runtime = problem_runtime(problem, "cuda")
-    shape = [s for s in problem.shapes("cuda") if s.kind == "benchmark"][shape_index]
-    runtime.use_shape(shape)
+    runtime, shape = shape_runtime(problem_name, shape_index)
     if spacer_mb is not None:
         spacer = torch.empty(max(spacer_mb << 20, 1), dtype=torch.int8, device="cuda")  # noqa: F841  kept alive
-    model, clocks = runtime.reference(42), Clocks("cuda")
-    fresh = lambda seed: runtime.inputs(seed, "normal")  # noqa: E731
-    medians = []
-    with torch.no_grad():
-        warm_up(lambda a: model(*a), fresh, clocks, 20, 1)
-        first = TimingPlan(0, 100, 1, 2, hold=[], flush_mb=512, timing_sets=4, held_device="cuda", lead_ms=2.0)
-        tensors = timing_tensors(fresh, first, "cuda")
-        for block in range(4):
-            plan = TimingPlan(block * 100, 100, 1000 + block, 2, [], 512, 4, "cuda", lead_ms=2.0)
-            facts, _ = time_reps(lambda a: model(*a), None, plan, clocks, 0, lambda d: nullcontext(), tensors)
-            medians.append(statistics.median(facts["times_ms"]))
+    medians = block_medians(runtime, runtime.reference(42), 4, 20)
     return {"device": torch.cuda.get_device_name(), "shape": shape.name, "median_ms": statistics.median(medians),
             "block_ms": medians}  # fmt: skip
 

@@ -25,14 +25,45 @@ sys.path.insert(0, str(ROOT))
 LAUNCHES = 200
 
 
+def shape_runtime(problem_name: str, index: int):
+    """(runtime, shape): the problem's runtime on the GPU at its benchmark shape `index`; nothing on the device yet."""
+    from kernels.problem import load_problem
+    from kernels.runtime import problem_runtime
+
+    problem = load_problem(problem_name)
+    runtime = problem_runtime(problem, "cuda")
+    shape = [s for s in problem.shapes("cuda") if s.kind == "benchmark"][index]
+    runtime.use_shape(shape)
+    return runtime, shape
+
+
+def block_medians(runtime, model, blocks: int, warm_calls: int) -> list[float]:
+    """Each block's median (ms) of `model` timed by the evaluator's loop (worker/timing.py).
+
+    A held stream (2 ms lead), the 512 MiB flush, four fresh input sets alive, `blocks` blocks of 100 repetitions.
+    """
+    import torch
+
+    from evaluators.worker.timing import Clocks, TimingPlan, time_reps, timing_tensors, warm_up
+
+    clocks, fresh = Clocks("cuda"), lambda seed: runtime.inputs(seed, "normal")
+    medians = []
+    with torch.no_grad():
+        warm_up(lambda a: model(*a), fresh, clocks, warm_calls, 1)
+        first = TimingPlan(0, 100, 1, 2, hold=[], flush_mb=512, timing_sets=4, held_device="cuda", lead_ms=2.0)
+        tensors = timing_tensors(fresh, first, "cuda")
+        for block in range(blocks):
+            plan = TimingPlan(block * 100, 100, 1000 + block, 2, [], 512, 4, "cuda", lead_ms=2.0)
+            facts, _ = time_reps(lambda a: model(*a), None, plan, clocks, 0, lambda d: nullcontext(), tensors)
+            medians.append(statistics.median(facts["times_ms"]))
+    return medians
+
+
 def child(args) -> dict:
     """One process's figures (run with --child)."""
     import torch
 
     from evaluators.worker import stream_hold
-    from evaluators.worker.timing import Clocks, TimingPlan, time_reps, timing_tensors, warm_up
-    from kernels.problem import load_problem
-    from kernels.runtime import problem_runtime
 
     x = torch.zeros(1, device="cuda")
     torch.cuda.synchronize()
@@ -69,21 +100,8 @@ def child(args) -> dict:
             adds()
     graphed = per_launch_us(graph.replay)
 
-    problem = load_problem(args.problem)
-    runtime = problem_runtime(problem, "cuda")
-    shape = [s for s in problem.shapes("cuda") if s.kind == "benchmark"][args.shape]
-    runtime.use_shape(shape)
-    model, clocks = runtime.reference(42), Clocks("cuda")
-    fresh = lambda seed: runtime.inputs(seed, "normal")  # noqa: E731
-    medians = []
-    with torch.no_grad():
-        warm_up(lambda a: model(*a), fresh, clocks, 50, 1)
-        first = TimingPlan(0, 100, 1, 2, hold=[], flush_mb=512, timing_sets=4, held_device="cuda", lead_ms=2.0)
-        tensors = timing_tensors(fresh, first, "cuda")
-        for block in range(8):
-            plan = TimingPlan(block * 100, 100, 1000 + block, 2, [], 512, 4, "cuda", lead_ms=2.0)
-            facts, _ = time_reps(lambda a: model(*a), None, plan, clocks, 0, lambda d: nullcontext(), tensors)
-            medians.append(statistics.median(facts["times_ms"]))
+    runtime, shape = shape_runtime(args.problem, args.shape)
+    medians = block_medians(runtime, runtime.reference(42), 8, 50)
     return {
         "device": torch.cuda.get_device_name(),
         "default_us": default,
