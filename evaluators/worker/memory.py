@@ -3,9 +3,8 @@
 The plan says what fits at all (one input set, its outputs and the cache-flush buffer), whether the reference and
 the candidate can be timed side by side (each with its own input sets, outputs and flush buffer), how many fresh
 input sets the timing loop keeps alive, whether the reference keeps its outputs on the device (or computes them again
-when comparing), whether the candidate's
-inputs are copied or fingerprinted for the in-place check, whether its outputs are handed over on the device,
-and how many elements are compared at a time.
+when comparing), whether the candidate's inputs are copied or fingerprinted for the in-place check, whether its
+outputs are handed over on the device, and how many elements are compared at a time.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             return None
         if spec.loader is not None:
             # The functions are taken when the module runs, not here: a spec found only to ask whether a module
-            # exists (importlib.util.find_spec, as torch asks for Triton) is never loaded, and the import after it
+            # exists (importlib.util.find_spec, as libraries ask for Triton) is never loaded, and the import after it
             # must still run them.
             spec.loader = _Then(spec.loader, name)
         return spec

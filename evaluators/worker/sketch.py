@@ -98,8 +98,8 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
         atol_t, rtol_t = tolerance(tensor.dtype, atol, rtol)
         flat = _values(tensor)
         n = flat.numel()
-        weights = sketcher.weights64(index, min(n, BLOCK), flat.device)
-        width = weights.numel()
+        width, full, extra = _sharing(n)
+        weights = sketcher.weights64(index, width, flat.device)
         shared = torch.zeros(width, dtype=torch.float64, device=flat.device)
         rounding = torch.zeros((), dtype=torch.float64, device=flat.device)
         for lo in range(0, n, BLOCK):
@@ -108,9 +108,8 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
             shared[: part.numel()].add_(part.abs(), alpha=rtol_t)
             terms = torch.mul(part, weights[: part.numel()])  # float64: the product is promoted, not the block
             rounding += ROUNDING * math.sqrt(part.numel()) * torch.linalg.vector_norm(terms)
-        if width:  # each weight is shared by n // width blocks, the first n % width weights by one more
-            shared += atol_t * (n // width)
-            shared[: n % width] += atol_t
+        shared += atol_t * full
+        shared[:extra] += atol_t
         bounds.append(8.0 * (shared**2).sum().sqrt() + 2 * rounding)
     return bounds
 
@@ -125,12 +124,16 @@ def sketch_floor(expected: list[torch.Tensor], atol, rtol) -> list[float]:
     floors = []
     for tensor in expected:
         atol_t = tolerance(tensor.dtype, atol, rtol)[0]
-        n = tensor.numel() * (2 if tensor.is_complex() else 1)
-        width = min(n, BLOCK)
-        full, extra = divmod(n, width) if width else (0, 0)
+        width, full, extra = _sharing(tensor.numel() * (2 if tensor.is_complex() else 1))
         squares = extra * (full + 1) ** 2 + (width - extra) * full**2
         floors.append(8.0 * atol_t * math.sqrt(squares) * (1 - 1e-9))  # a hair under: the device's sums round
     return floors
+
+
+def _sharing(n: int) -> tuple[int, int, int]:
+    """For `n` elements weighted in blocks of BLOCK: (weights, blocks each weight is shared by, weights one more)."""
+    width = min(n, BLOCK)
+    return (width, *divmod(n, width)) if width else (0, 0, 0)
 
 
 def sketch_mismatch(found, expected: list, bounds: list[float]) -> str | None:
