@@ -41,7 +41,7 @@ _control_ms: dict[str, float] = {}
 
 
 def control_ms(device: str, cache_dir: Path) -> float:
-    """The control's runtime on `device` (a GPU's spin runs at its own clock), measured once per session."""
+    """The control's runtime on a GPU (its spin runs at the GPU's clock), measured once per session."""
     if device not in _control_ms:
         result = judge(None, device, cache_dir)
         assert result.status == "correct", result.message
@@ -89,8 +89,10 @@ def test_no_attack_is_a_false_accept(attack, device, cache_dir):
     if fragment is not None:
         assert fragment in result.message or any(fragment in s for s in result.suspicious), result.message
     if result.status == "correct":
-        # Whatever its own timer said, the time reported is what the work took.
-        real = control_ms(device, cache_dir)
+        # Whatever its own timer said, the time reported is what the work took. On the CPU the call sleeps WORK_MS,
+        # a floor no noise goes under; the control timed in another evaluation read 26-34 ms on an idle 2-core
+        # machine, so a ratio to it measured that noise (CI failed on 26.7 against 33.6 ms).
+        real = WORK_MS if device == "cpu" else control_ms(device, cache_dir)
         assert result.runtime_ms >= 0.8 * real or result.set_aside, (result.runtime_ms, real, result.suspicious)
     assert peak < 64 << 20, f"the parent grew by {peak >> 20} MiB"  # a flood costs the parent nothing
 
