@@ -90,8 +90,8 @@ def test_no_attack_is_a_false_accept(attack, device, cache_dir):
         assert fragment in result.message or any(fragment in s for s in result.suspicious), result.message
     if result.status == "correct":
         # Whatever its own timer said, the time reported is what the work took. On the CPU the call sleeps WORK_MS,
-        # a floor no noise goes under; the control timed in another evaluation read 26-34 ms on an idle 2-core
-        # machine, so a ratio to it measured that noise (CI failed on 26.7 against 33.6 ms).
+        # a floor no noise goes under; evaluations doing the control's work read 26-34 ms on an idle 2-core
+        # machine, so a ratio to the control measured that noise (CI failed on 26.7 against 33.6 ms).
         real = WORK_MS if device == "cpu" else control_ms(device, cache_dir)
         assert result.runtime_ms >= 0.8 * real or result.set_aside, (result.runtime_ms, real, result.suspicious)
     assert peak < 64 << 20, f"the parent grew by {peak >> 20} MiB"  # a flood costs the parent nothing
