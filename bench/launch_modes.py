@@ -5,8 +5,9 @@ on a GPU. Each process, started fresh: the device's time per launch of a one-ele
 stream hold (worker/stream_hold.py) so the host's speed is out of it, on the default stream, then on each of
 `--streams` streams of its own in the order they were made, then the same 200 adds as one CUDA graph; then the
 problem's reference at that shape timed by the evaluator's loop (`worker/timing.py`, 8 blocks of 100 repetitions) on
-the default stream. Prints one row per process, sorted by the default stream's cost per launch, so a process-wide
-offset of the shape's median can be set against it; writes every figure to --out as JSON lines.
+the default stream, and by `triton.testing.do_bench` (its defaults, median) in the same process, a harness that is
+not ours. Prints one row per process, sorted by the default stream's cost per launch, so a process-wide offset of the
+shape's median can be set against it; writes every figure to --out as JSON lines.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def block_medians(runtime, model, blocks: int, warm_calls: int) -> list[float]:
 def child(args) -> dict:
     """One process's figures (run with --child)."""
     import torch
+    import triton.testing
 
     from evaluators.worker import stream_hold
 
@@ -101,7 +103,11 @@ def child(args) -> dict:
     graphed = per_launch_us(graph.replay)
 
     runtime, shape = shape_runtime(args.problem, args.shape)
-    medians = block_medians(runtime, runtime.reference(42), 8, 50)
+    model = runtime.reference(42)
+    medians = block_medians(runtime, model, 8, 50)
+    with torch.no_grad():
+        inputs = runtime.inputs(7, "normal")
+        do_bench_ms = triton.testing.do_bench(lambda: model(*inputs), return_mode="median")
     return {
         "device": torch.cuda.get_device_name(),
         "default_us": default,
@@ -111,6 +117,7 @@ def child(args) -> dict:
         "shape": shape.name,
         "shape_ms": statistics.median(medians),
         "block_ms": medians,
+        "do_bench_ms": do_bench_ms,
     }
 
 
@@ -135,17 +142,17 @@ def main() -> None:
         rows.append(json.loads(done.stdout.splitlines()[-1]))
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     print(f"{rows[0]['device']}: {args.problem} {rows[0]['shape']}, {args.processes} processes")
-    print("default stream us/launch | again, at the end | its own streams, in order | graph | shape median ms")
+    print("default stream us/launch | again at the end | own streams, in order | graph | shape median ms | do_bench ms")
     for row in sorted(rows, key=lambda r: r["default_us"]):
         streams = " ".join(f"{v:.2f}" for v in row["streams_us"])
         print(
             f"{row['default_us']:.3f} | {row['default_after_us']:.3f} | {streams} | {row['graph_us']:.3f} | "
-            f"{row['shape_ms']:.5f}"
+            f"{row['shape_ms']:.5f} | {row['do_bench_ms']:.5f}"
         )
     spread = lambda key: max(r[key] for r in rows) / min(r[key] for r in rows) - 1  # noqa: E731
     print(
         f"across processes (max/min): default stream's launch {spread('default_us'):.1%}, graph's "
-        f"{spread('graph_us'):.1%}, the shape's median {spread('shape_ms'):.1%}"
+        f"{spread('graph_us'):.1%}, the shape's median {spread('shape_ms'):.1%}, do_bench's {spread('do_bench_ms'):.1%}"
     )
 
 
