@@ -7,7 +7,9 @@ stream hold (worker/stream_hold.py) so the host's speed is out of it, on the def
 problem's reference at that shape timed by the evaluator's loop (`worker/timing.py`, 8 blocks of 100 repetitions) on
 the default stream, and by `triton.testing.do_bench` (its defaults, median) in the same process, a harness that is
 not ours. Prints one row per process, sorted by the default stream's cost per launch, so a process-wide offset of the
-shape's median can be set against it; writes every figure to --out as JSON lines.
+shape's median can be set against it, and the least-squares line of our loop's medians on that cost: its slope (in
+launches: what a correction by the launch cost would assume) and how far the medians stay from it. Writes every
+figure to --out as JSON lines; `--reanalyze JSONL...` prints the same from kept files, per device, without a GPU.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def child(args) -> dict:
         "streams_us": by_stream,
         "graph_us": graphed,
         "default_after_us": per_launch_us(adds),
+        "problem": args.problem,
         "shape": shape.name,
         "shape_ms": statistics.median(medians),
         "block_ms": medians,
@@ -129,9 +132,15 @@ def main() -> None:
     parser.add_argument("--shape", type=int, default=3, help="index among the problem's benchmark shapes")
     parser.add_argument("--out", type=Path, default=Path("launch_modes.jsonl"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--reanalyze", nargs="+", type=Path, metavar="JSONL", help="print kept files' figures")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args)))
+        return
+    if args.reanalyze:
+        rows = [json.loads(line) for path in args.reanalyze for line in path.read_text().splitlines() if line]
+        for device in dict.fromkeys(row["device"] for row in rows):
+            report([row for row in rows if row["device"] == device])
         return
     rows = []
     for _ in range(args.processes):
@@ -141,18 +150,33 @@ def main() -> None:
             sys.exit(f"a process failed: {done.stderr.strip().splitlines()[-1:]}")
         rows.append(json.loads(done.stdout.splitlines()[-1]))
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    print(f"{rows[0]['device']}: {args.problem} {rows[0]['shape']}, {args.processes} processes")
+    report(rows)
+
+
+def report(rows: list[dict]) -> None:
+    """One device's processes: a row each, the spreads across them, and the line of the medians on the launch cost."""
+    named = " ".join(filter(None, [rows[0].get("problem"), rows[0]["shape"]]))  # files kept before rows named it
+    print(f"{rows[0]['device']}: {named}, {len(rows)} processes")
     print("default stream us/launch | again at the end | own streams, in order | graph | shape median ms | do_bench ms")
     for row in sorted(rows, key=lambda r: r["default_us"]):
         streams = " ".join(f"{v:.2f}" for v in row["streams_us"])
+        do_bench = f"{row['do_bench_ms']:.5f}" if "do_bench_ms" in row else "-"  # files kept before it was timed
         print(
             f"{row['default_us']:.3f} | {row['default_after_us']:.3f} | {streams} | {row['graph_us']:.3f} | "
-            f"{row['shape_ms']:.5f} | {row['do_bench_ms']:.5f}"
+            f"{row['shape_ms']:.5f} | {do_bench}"
         )
     spread = lambda key: max(r[key] for r in rows) / min(r[key] for r in rows) - 1  # noqa: E731
+    do_bench = f", do_bench's {spread('do_bench_ms'):.1%}" if all("do_bench_ms" in r for r in rows) else ""
     print(
         f"across processes (max/min): default stream's launch {spread('default_us'):.1%}, graph's "
-        f"{spread('graph_us'):.1%}, the shape's median {spread('shape_ms'):.1%}, do_bench's {spread('do_bench_ms'):.1%}"
+        f"{spread('graph_us'):.1%}, the shape's median {spread('shape_ms'):.1%}{do_bench}"
+    )
+    costs, medians = [r["default_us"] for r in rows], [r["shape_ms"] for r in rows]
+    line, middle = statistics.linear_regression(costs, medians), statistics.median(medians)
+    off = [(m - (line.slope * c + line.intercept)) / middle for c, m in zip(costs, medians, strict=True)]
+    print(
+        f"our loop's medians on the launch cost: slope {line.slope * 1e3:.1f} launches, medians "
+        f"{min(off):+.1%} to {max(off):+.1%} off the line"
     )
 
 
