@@ -25,5 +25,6 @@ The agents/graph contract (each module's docstring has the detail):
 - `models.make_chat_model(spec, *, role, temperature=None, record_to=None)`, `ModelSettings`,
   `parse_role_overrides`; `cassette.ReplayChatModel`, `RecordingChatModel`; `transcript.TranscriptChatModel`.
 - `targets.Target`, `get_target(name)`, `for_device(name)`: the architecture the kernels are for.
+- Speedups in prompts are written by `kernels.speedup.format_speedup` (three significant figures).
 - `parsing` (reading replies), `replies` (stop reasons), `errors.CutOff` (a reply cut off before its end).
 """

@@ -15,7 +15,10 @@ parallel experiments finish in a different order. A call id recorded twice repla
 `response_metadata` (optional) keeps the provider's stop reason, so a reply cut by the token limit replays as one.
 
 - `ReplayChatModel(path=..., role=...)`: answers from the cassette; a call it does not hold raises
-  `FatalLLMError` naming the call id and role.
+  `FatalLLMError` naming the call id and role. Its `model` is "replay:PATH", what really answers; `recorded_from`
+  is the cassette's origin (its recorded model, or "authored by hand"), `priced_as` the price table its token
+  counts are costed with (the cassette's "model").
+- `replay_of(model)`: the `ReplayChatModel` under any wrappers (the transcript, test doubles), or None for a live model.
 - `RecordingChatModel(inner=..., path=..., spec=...)`: forwards each call to a live model and appends it to
   the cassette as it happens (`--record-cassette PATH`); several roles may record into one file.
 """
@@ -61,6 +64,16 @@ def message_to_json(message: BaseMessage) -> dict[str, Any]:
     return {"role": message.type, "content": content}
 
 
+def recorded_from(header: dict[str, Any]) -> str:
+    """Where a cassette's answers came from: the model it was recorded from, or "authored by hand".
+
+    A cassette that does not say it was recorded is taken as authored: only a recording names a model that answered.
+    """
+    if header.get("authored_by_hand", True):
+        return "authored by hand"
+    return str(header.get("model") or "an unnamed model")
+
+
 def read_cassette(path: Path) -> dict[str, Any]:
     """A cassette's JSON, with a one-line error when the file is missing or is not a cassette."""
     try:
@@ -79,18 +92,26 @@ class ReplayChatModel(BaseChatModel):
 
     path: Path
     role: str = ""
-    model: str = ""
+    # The cassette's "model": the price table for accounting. A hand-authored cassette names one too, so it is
+    # never shown as the model that answered (`model` is).
+    priced_as: str = ""
+    recorded_from: str = ""
     _answers: dict[str, list[dict]] = PrivateAttr(default_factory=dict)
     _served: defaultdict[str, int] = PrivateAttr(default_factory=lambda: defaultdict(int))
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def model_post_init(self, context: Any) -> None:
-        """Load the cassette once; the recorded model names the price used in accounting."""
+        """Load the cassette once; its header says where its answers came from and how they are priced."""
         data = read_cassette(self.path)
-        if not self.model:
-            self.model = data.get("model") or "replay"
+        self.priced_as = self.priced_as or str(data.get("model") or "")
+        self.recorded_from = self.recorded_from or recorded_from(data)
         for call in data["calls"]:
             self._answers.setdefault(call["call_id"], []).append(call["response"])
+
+    @property
+    def model(self) -> str:
+        """What answers: this cassette, never the model it names (transcripts and accounting show this)."""
+        return f"replay:{self.path}"
 
     @property
     def _llm_type(self) -> str:
@@ -120,6 +141,18 @@ class ReplayChatModel(BaseChatModel):
             response_metadata=response.get("response_metadata") or {},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def replay_of(model: BaseChatModel) -> ReplayChatModel | None:
+    """The cassette that answers for `model`, or None for a live model.
+
+    Wrappers (the transcript, test doubles) keep the model they forward to as `inner`.
+    """
+    while model is not None:
+        if isinstance(model, ReplayChatModel):
+            return model
+        model = getattr(model, "inner", None)
+    return None
 
 
 def _plain(metadata: dict | None) -> dict:

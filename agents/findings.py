@@ -13,9 +13,10 @@ bound at 81% of roofline."
 
 from __future__ import annotations
 
-from agents.population import shape_speedups
+from agents.population import shape_speedups, within_noise
 from agents.text import clip
 from kernels.archive import CandidateRecord
+from kernels.speedup import format_speedup
 
 FLAT = 0.02  # changes within 2% are noise for the designer's purposes
 TITLE_CHARS = 56
@@ -88,21 +89,25 @@ def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     if record.set_aside:
         reason = clip(record.set_aside, MESSAGE_CHARS)
         return (
-            f"{head}: {record.speedup or 0:.2f}x claimed, SET ASIDE by the evaluator ({reason}); its speed is not "
-            f"trusted, do not build on it{strayed}."
+            f"{head}: {format_speedup(record.speedup or 0)} claimed, SET ASIDE by the evaluator ({reason}); its speed "
+            f"is not trusted, do not build on it{strayed}."
         )
     if record.cleared_by_strict:
         strayed = f", cleared by a strict re-evaluation{strayed}"
     if parent is None or not parent.speedup or record.speedup is None:
-        return f"{head}: correct, {record.speedup or 0:.3g}x; no parent measurement to compare{strayed}."
+        return f"{head}: correct, {format_speedup(record.speedup or 0)}; no parent measurement to compare{strayed}."
     ratio = record.speedup / parent.speedup
     change = f"{(ratio - 1) * 100:+.0f}%"
-    if ratio - 1 > FLAT:
-        verdict = f"gained {change} over {parent.id} ({parent.speedup:.3g}x -> {record.speedup:.3g}x)"
+    speeds = f"{format_speedup(parent.speedup)} -> {format_speedup(record.speedup)}"
+    if within_noise(record, parent.speedup):
+        verdict = f"within noise ({change}) of {parent.id}: {parent.id}'s figure lies inside this one's noise band"
+    elif ratio - 1 > FLAT:
+        verdict = f"gained {change} over {parent.id} ({speeds})"
     elif ratio - 1 < -FLAT:
-        verdict = f"regressed {change} against {parent.id} ({parent.speedup:.3g}x -> {record.speedup:.3g}x)"
+        verdict = f"regressed {change} against {parent.id} ({speeds})"
     else:
         verdict = f"no gain ({change}) over {parent.id}"
     expected = f", {_against_expected(ratio, experiment)}" if _against_expected(ratio, experiment) else ""
-    clauses = [c for c in (_lesson(ratio, experiment), _shape_split(record, parent), _bottleneck(record)) if c]
+    moved = 1.0 if within_noise(record, parent.speedup) else ratio  # a change inside the noise teaches no mechanism
+    clauses = [c for c in (_lesson(moved, experiment), _shape_split(record, parent), _bottleneck(record)) if c]
     return f"{head}: {verdict}{expected}{''.join('; ' + c for c in clauses)}{_borrowed(record)}{strayed}."

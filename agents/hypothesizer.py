@@ -27,6 +27,7 @@ from agents.parsing import answer_object
 from agents.retry import RetryPolicy
 from agents.schemas import Avenue, Avenues, Plan, Selection
 from agents.targets import TARGETS, Target
+from kernels.speedup import format_speedup
 
 ROLE = "hypothesizer"
 PASSAGE_CHARS = 1200
@@ -108,13 +109,13 @@ def _describe_roofline(candidate: CandidateBrief) -> str:
 def _describe_shapes(candidate: CandidateBrief) -> str:
     if len(candidate.shapes) < 2:
         return ""
-    shapes = ", ".join(f"{name} {speed:.2f}x" for name, speed in candidate.shapes.items())
+    shapes = ", ".join(f"{name} {format_speedup(speed)}" for name, speed in candidate.shapes.items())
     return f"Speedup per benchmark shape: {shapes}"
 
 
 def measured(candidate: CandidateBrief) -> str:
     """What was measured on a candidate, in one or two lines."""
-    speedup = f"{candidate.speedup:.3f}x" if candidate.speedup is not None else "unmeasured"
+    speedup = format_speedup(candidate.speedup, missing="unmeasured")
     runtime = f"{candidate.runtime_ms:.4f} ms" if candidate.runtime_ms is not None else "unmeasured"
     line = (
         f"Measured: speedup {speedup} over the PyTorch reference, runtime {runtime}, {_describe_roofline(candidate)}."

@@ -10,6 +10,8 @@
   to the run's transcript (`agents.transcript`); `.spec_for(role)`,
   `.make(role)`; `parse_role_overrides(["hypothesizer=google_genai:gemini-2.5-flash"])` for CLIs. Recording a
   role that replays a cassette is refused (`replayed_roles`): copy the cassette instead.
+- `models_by_role(default, per_role)`: which spec answers which roles; `describe_models` says it in one line, so
+  a run whose roles replay a cassette never reads as run by its default model.
 
 SDK-level retries are switched off (our own loop in `agents.retry` retries, and must see every failure):
 langchain-google-genai documents `max_retries=0` as "the SDK default" (its default, 6, makes the SDK retry 429s
@@ -127,6 +129,22 @@ def make_chat_model(
     if record_to is not None:
         return RecordingChatModel(inner=model, path=Path(record_to), spec=spec)
     return model
+
+
+def models_by_role(default: str, per_role: dict[str, str]) -> dict[str, list[str]]:
+    """Each spec that answers some role, with those roles, in the order of `ROLES`."""
+    by_spec: dict[str, list[str]] = {}
+    for role in ROLES:
+        by_spec.setdefault(per_role.get(role, default), []).append(role)
+    return by_spec
+
+
+def describe_models(default: str, per_role: dict[str, str], *, quote: str = "") -> str:
+    """The models that answer a run's calls: the one spec, else "spec (role, ...); spec (role, ...)"."""
+    by_spec = models_by_role(default, per_role)
+    if len(by_spec) == 1:
+        return f"{quote}{next(iter(by_spec))}{quote}"
+    return "; ".join(f"{quote}{spec}{quote} ({', '.join(roles)})" for spec, roles in by_spec.items())
 
 
 def parse_role_overrides(items: list[str]) -> dict[str, str]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections import Counter
 
 from agents.findings import finding_for
-from agents.population import diversity, line_leaders, line_of, ranked, shape_leaders, shape_speedups
+from agents.population import beats, diversity, line_leaders, line_of, ranked, shape_leaders, shape_speedups
 from agents.text import clip
 from kernels.archive import Archive, CandidateRecord
+from kernels.speedup import format_speedup
 
 FIELD_CHARS = 160
 LINEAGE_SHOWN = 8
@@ -32,7 +33,10 @@ EXTRA_LEADERS = 6
 
 
 def _speed(record: CandidateRecord) -> str:
-    return f"{record.speedup:.2f}x" if record.speedup is not None else "-"
+    """Its speedup, with the noise band the evaluator measured around it where there is one."""
+    band = record.eval.get("speedup_band")
+    speed = format_speedup(record.speedup)
+    return f"{speed} (noise band {format_speedup(band[0])}-{format_speedup(band[1])})" if band else speed
 
 
 def _title(record: CandidateRecord) -> str:
@@ -58,7 +62,7 @@ def _shapes(record: CandidateRecord) -> str:
     speeds = list(shape_speedups(record).items())
     if len(speeds) < 2:
         return ""
-    shown = ", ".join(f"{clip(name, 24)} {speed:.2f}x" for name, speed in speeds[:SHAPES_SHOWN])
+    shown = ", ".join(f"{clip(name, 24)} {format_speedup(speed)}" for name, speed in speeds[:SHAPES_SHOWN])
     return f" | shapes: {shown}{' ...' if len(speeds) > SHAPES_SHOWN else ''}"
 
 
@@ -70,7 +74,7 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
     best_by_config: dict[str, CandidateRecord] = {}
     for record in archive.eligible():
         held = best_by_config.get(_configuration(record))
-        if held is None or record.speedup > held.speedup:
+        if beats(record, held):
             best_by_config[_configuration(record)] = record
     for config, record in sorted(best_by_config.items())[:4]:
         lines.append(f"  {config}: {record.id} {_speed(record)} ({record.runtime_ms or 0:.3f} ms) {_title(record)}")
@@ -86,7 +90,8 @@ def archive_summary(archive: Archive, max_lines: int = 40, *, top_k: int = 8, fa
     by_shape = list(shape_leaders(archive).items())
     if len(by_shape) > 1:
         shown = "; ".join(
-            f"{clip(name, 24)}: {r.id} {shape_speedups(r)[name]:.2f}x" for name, r in by_shape[:LEADERS_SHOWN]
+            f"{clip(name, 24)}: {r.id} {format_speedup(shape_speedups(r)[name])}"
+            for name, r in by_shape[:LEADERS_SHOWN]
         )
         lines.append(f"Leaders per shape: {shown}")
     by_line = sorted(line_leaders(archive).items(), key=lambda item: -item[1].speedup)
@@ -159,4 +164,4 @@ def _parent(archive: Archive, record: CandidateRecord) -> CandidateRecord | None
 
 def _gained(archive: Archive, record: CandidateRecord) -> bool:
     parent = _parent(archive, record)
-    return bool(parent and parent.speedup and record.speedup and record.speedup > parent.speedup)
+    return bool(parent and parent.speedup and record.speedup and beats(record, parent))

@@ -5,6 +5,8 @@
 - `shape_speedups(record)`: {benchmark shape name: speedup} from the evaluation's per-shape results.
 - `trusted(archive)`: correct candidates that no hard anti-cheat flag set aside.
 - `shape_leaders`, `line_leaders`: the fastest trusted candidate per shape and per line.
+- `beats(record, other)`: whether a record's speedup is a gain over another's beyond its own noise band; a change
+  inside the band is no gain: not a new best, not a new leader, not a headline.
 - `diversity(archive)`: {"lines_alive", "source_distance"}: distinct lines among the top candidates, and
   their mean pairwise source distance (1 - difflib's line similarity ratio), for the report.
 """
@@ -23,6 +25,31 @@ TOP_FOR_DIVERSITY = 6
 def is_set_aside(record: CandidateRecord) -> bool:
     """True when a hard anti-cheat flag set the candidate's measurement aside and no strict run cleared it."""
     return record.set_aside is not None
+
+
+def beats(record: CandidateRecord, other: CandidateRecord | None) -> bool:
+    """Whether `record` is faster than `other` beyond the noise: the low end of its speedup's band above other's.
+
+    A record without a band (an archive written before bands) is compared by its figure alone.
+    """
+    if other is None:
+        return True
+    return gain_over(record.speedup, record.eval.get("speedup_band"), other.speedup)
+
+
+def gain_over(speedup: float | None, band, other: float | None) -> bool:
+    """Whether `speedup`, with its noise band, is a gain over `other`: the band's low end above it."""
+    if speedup is None:
+        return False
+    if other is None:
+        return True
+    return (band[0] if band else speedup) > other
+
+
+def within_noise(record: CandidateRecord, other: float) -> bool:
+    """Whether `other`'s figure lies inside `record`'s noise band (no band: never)."""
+    band = record.eval.get("speedup_band")
+    return bool(band) and band[0] <= other <= band[1]
 
 
 def trusted(archive: Archive) -> list[CandidateRecord]:
@@ -46,30 +73,35 @@ def line_of(archive: Archive) -> dict[str, str]:
 
 def shape_speedups(record: CandidateRecord) -> dict[str, float]:
     """Speedup per benchmark shape, where the evaluation timed several."""
+    return {name: speedup for name, (speedup, _) in _shapes(record).items()}
+
+
+def _shapes(record: CandidateRecord) -> dict[str, tuple[float, list | None]]:
+    """(speedup, its noise band) per timed benchmark shape."""
     return {
-        shape["name"]: shape["speedup"]
+        shape["name"]: (shape["speedup"], shape.get("speedup_band"))
         for shape in record.eval.get("shapes") or []
         if shape.get("kind", "benchmark") == "benchmark" and shape.get("speedup") is not None
     }
 
 
 def shape_leaders(archive: Archive) -> dict[str, CandidateRecord]:
-    """The fastest trusted candidate on each benchmark shape."""
+    """The fastest trusted candidate on each benchmark shape: a later one leads only by a gain beyond its noise."""
     leaders: dict[str, tuple[float, CandidateRecord]] = {}
     for record in trusted(archive):
-        for name, speedup in shape_speedups(record).items():
-            if name not in leaders or speedup > leaders[name][0]:
+        for name, (speedup, band) in _shapes(record).items():
+            if name not in leaders or gain_over(speedup, band, leaders[name][0]):
                 leaders[name] = (speedup, record)
     return {name: record for name, (_, record) in leaders.items()}
 
 
 def line_leaders(archive: Archive) -> dict[str, CandidateRecord]:
-    """The fastest trusted candidate of each line of descent."""
+    """The fastest trusted candidate of each line of descent: a later one leads only by a gain beyond its noise."""
     lines = line_of(archive)
     leaders: dict[str, CandidateRecord] = {}
     for record in trusted(archive):
         held = leaders.get(lines[record.id])
-        if held is None or record.speedup > held.speedup:
+        if beats(record, held):
             leaders[lines[record.id]] = record
     return leaders
 

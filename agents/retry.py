@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from agents.accounting import LLMCall, cost_of
-from agents.cassette import CALL_ID_KEY, ROLE_KEY
+from agents.cassette import CALL_ID_KEY, ROLE_KEY, replay_of
 from agents.errors import FatalLLMError
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -117,8 +117,14 @@ def _one_line(error: BaseException) -> str:
 
 
 def model_label(model: BaseChatModel) -> str:
-    """The model's name for accounting: the recorded or configured model, else its type."""
+    """What answers the model's calls: the configured model, "replay:PATH" for a cassette, else its type."""
     return str(getattr(model, "model", "") or getattr(model, "model_name", "") or model._llm_type)
+
+
+def price_label(model: BaseChatModel) -> str:
+    """The model whose prices cost a call: a cassette's own (its header's "model"), else the model's name."""
+    replay = replay_of(model)
+    return replay.priced_as if replay is not None else model_label(model)
 
 
 def invoke_with_retries(
@@ -156,7 +162,7 @@ def invoke_with_retries(
         model=name,
         input_tokens=usage.get("input_tokens", 0),
         output_tokens=usage.get("output_tokens", 0),
-        cost_usd=cost_of(name, usage),
+        cost_usd=cost_of(price_label(model), usage),
         attempts=attempt,
         seconds=round(time.monotonic() - started, 3),
     )

@@ -3,7 +3,9 @@
 `TranscriptChatModel(inner=..., path=...)` forwards each call and appends to `path` (`<run_dir>/transcript.jsonl`)
 {"call_id", "role", "model", "prompt" (the messages sent, as text), "answer" (the reply's text), "input_tokens",
 "output_tokens", "seconds", "stop_reason"}; a call that raised gets "error" instead of an answer. Replays are
-transcribed too, so a replayed run's prompts can be read beside the cassette's answers.
+transcribed too, so a replayed run's prompts can be read beside the cassette's answers: their "model" is what
+answered, "replay:PATH", and "recorded_from" says where the cassette's answers came from (the model it was
+recorded from, or "authored by hand").
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agents.cassette import CALL_ID_KEY, ROLE_KEY, call_id_of, role_of
+from agents.cassette import CALL_ID_KEY, ROLE_KEY, call_id_of, replay_of, role_of
 from agents.replies import stop_reason
 
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -44,7 +46,7 @@ class TranscriptChatModel(BaseChatModel):
 
     @property
     def model(self) -> str:
-        """The wrapped model's name, for accounting."""
+        """What answers: the wrapped model's name, "replay:PATH" for a cassette."""
         return str(getattr(self.inner, "model", "") or getattr(self.inner, "model_name", "") or self.inner._llm_type)
 
     def _generate(
@@ -56,7 +58,10 @@ class TranscriptChatModel(BaseChatModel):
     ) -> ChatResult:
         call_id = call_id_of(run_manager)
         role = role_of(run_manager)
-        entry = {"call_id": call_id, "role": role, "model": self.model, "prompt": as_text(messages)}
+        entry = {"call_id": call_id, "role": role, "model": self.model}
+        if (replay := replay_of(self.inner)) is not None:
+            entry["recorded_from"] = replay.recorded_from
+        entry["prompt"] = as_text(messages)
         started = time.monotonic()
         config = {"metadata": {CALL_ID_KEY: call_id, ROLE_KEY: role}, "tags": [role]}
         try:

@@ -19,21 +19,22 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-
-from agents.models import DEFAULT_MODEL
-from evaluators.executors import make_executor
-from evaluators.executors.local import ClusterError, Executor, cluster_arg
-from evaluators.judge.environment import REPO_ROOT, visible_device_env
-from evaluators.suites.report import machine, write_suite_report
+# Only light modules here, as in graph.run: `--help` and bad usage must answer before LangChain, pydantic models,
+# rich or the evaluators load; the rest is imported where it is used.
 from graph import stopping
-from graph.run import OneLineParser, check_model_spec, natural_int, positive_float, positive_int
+from graph.context import DEFAULT_MODEL
+from graph.run import OneLineParser, check_model_spec, cluster_flag, natural_int, positive_float, positive_int
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
-from kernels.problem import ProblemError
-from kernels.suite import SuiteError, SuiteProblem, load_suite
+from kernels.speedup import format_speedup
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from evaluators.executors.local import Executor
+    from kernels.suite import SuiteProblem
 
 CLUSTER_SLOT = "ray"  # a run slot whose evaluations go to the cluster, not to a GPU of this host
 POLL_S = 0.5
@@ -73,7 +74,7 @@ def parser() -> OneLineParser:
     )
     p.add_argument(
         "--cluster",
-        type=cluster_arg,
+        type=cluster_flag,
         help="where the runs' evaluations go: local (default), ray, auto, ray://HOST:PORT",
     )
     p.add_argument("--parallel", type=positive_int, help="runs at once (default: one per GPU, local or the cluster's)")
@@ -98,6 +99,8 @@ class Cluster:
 
 def join_cluster(spec: str, device: str) -> Cluster:
     """Join (or start) the cluster now, before any run spends an LLM call; ClusterError when it cannot be used."""
+    from evaluators.executors import make_executor
+
     executor = make_executor(spec, device)
     if spec.startswith("ray://"):
         return Cluster(executor, spec, None)
@@ -137,6 +140,8 @@ def run_command(job: Job, args, slot: str, dollars_left: float | None, cluster: 
 
 def start(job: Job, args, slot: str, dollars_left: float | None, cluster: Cluster | None = None) -> None:
     """Start the problem's run in its own process, pinned to its GPU, its output in the run's batch.log."""
+    from evaluators.judge.environment import REPO_ROOT, visible_device_env
+
     job.run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
@@ -175,13 +180,15 @@ def last_line(job: Job) -> str:
 
 def table(jobs: list[Job], cap: float | None) -> Table:
     """The live view: one row per problem."""
+    from rich.table import Table
+
     spent = sum(job.spend.dollars for job in jobs)
     title = f"spent ${spent:.4f}" + (f" of ${cap:.2f}" if cap else "")
     view = Table(title=title, title_justify="left")
     for column in ("problem", "state", "device", "iteration", "best", "tokens", "$", "time"):
         view.add_column(column)
     for job in jobs:
-        best = f"{job.spend.best:.3g}x" if job.spend.best is not None else "-"
+        best = format_speedup(job.spend.best)
         device = {None: "-", "cpu": "cpu", CLUSTER_SLOT: "cluster"}.get(job.slot, f"cuda:{job.slot}")
         elapsed = f"{time.monotonic() - job.started:.0f}s" if job.state == "running" else ""
         style = {"finished": "green", "running": "bold", "failed": "red", "interrupted": "yellow"}.get(job.state)
@@ -192,6 +199,8 @@ def table(jobs: list[Job], cap: float | None) -> Table:
 
 def schedule(jobs: list[Job], args, free: list[str], console: Console, cluster: Cluster | None = None) -> None:
     """Start queued runs on free slots until all are done; the dollar cap stops new starts."""
+    from rich.live import Live
+
     last_read = 0.0
     with Live(table(jobs, args.max_dollars), console=console, refresh_per_second=2) as live:
         while any(job.state in ("queued", "running") for job in jobs):
@@ -233,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the suite; returns the exit code."""
     p = parser()
     args = p.parse_args(argv)
+    from rich.console import Console
+
+    from evaluators.executors.local import ClusterError
+    from evaluators.suites.report import machine, write_suite_report
+    from kernels.problem import ProblemError
+    from kernels.suite import SuiteError, load_suite
+
     console = Console(highlight=False, soft_wrap=True)
     if args.model is None:
         if not os.environ.get("GOOGLE_API_KEY"):

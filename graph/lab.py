@@ -9,6 +9,7 @@ from secrets import token_hex
 
 from agents.briefs import ProblemBrief
 from agents.models import ModelSettings
+from agents.population import beats
 from agents.targets import Target, for_device, get_target
 from agents.transcript import TRANSCRIPT_FILE
 from evaluators.executors import make_executor
@@ -122,9 +123,16 @@ def problem_brief(problem: Problem, device: str, archive: Archive) -> ProblemBri
 
 
 def best_kernel(archive: Archive) -> CandidateRecord | None:
-    """The fastest eligible kernel (seed or candidate): never the reference (the yardstick) nor one set aside."""
-    kernels = [record for record in archive.eligible() if record.status != "reference"]
-    return max(kernels, key=lambda record: record.speedup) if kernels else None
+    """The fastest eligible kernel (seed or candidate): never the reference (the yardstick) nor one set aside.
+
+    In the order they were measured, a kernel takes the lead only by a gain beyond its own noise band
+    (agents/population.beats): one a fraction of a percent faster by chance is no new best and no headline.
+    """
+    best = None
+    for record in archive.eligible():
+        if record.status != "reference" and beats(record, best):
+            best = record
+    return best
 
 
 def spent(llm_calls: list) -> tuple[int, float]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from kernels.speedup import format_speedup
+
 WIDTH, HEIGHT, MARGIN = 640, 360, 56
 
 
@@ -38,7 +40,7 @@ def speedup_svg(points: list[tuple[int, float | None, str, str]], *, title: str)
         coords = " ".join(f"{x(it):.1f},{y(s):.1f}" for it, s in best_path)
         parts.append(f'<polyline points="{coords}" fill="none" stroke="#2a7" stroke-width="2"/>')
     for it, s, status, cid in points:
-        label = f"{cid}: {status}" + (f" {s:.4g}x" if s is not None else "")
+        label = f"{cid}: {status}" + (f" {format_speedup(s)}" if s is not None else "")
         if s is not None and status in ("correct", "seed"):
             parts.append(
                 f'<circle cx="{x(it):.1f}" cy="{y(s):.1f}" r="4" fill="#36c"><title>{escape(label)}</title></circle>'

@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from kernels.speedup import format_speedup
+
 
 class Progress:
     """Turns the graph's streamed updates and custom events into a status line and one line per event."""
@@ -55,12 +57,12 @@ class Progress:
             previous = self.best[1]
             self.best = (update.get("best_id"), update["best_speedup"])
             if update["best_speedup"] is not None and (previous is None or update["best_speedup"] > previous):
-                self.console.print(f"  best so far: {self.best[0]} at {self.best[1]:.4g}x")
+                self.console.print(f"  best so far: {self.best[0]} at {format_speedup(self.best[1])}")
         for note in update.get("notes", []):
             self.console.print(f"  note: {note}", style="yellow")
 
     def _evaluated(self, event: dict) -> None:
-        speed = f" {event['speedup']:.4g}x" if event.get("speedup") is not None else ""
+        speed = f" {format_speedup(event['speedup'])}" if event.get("speedup") is not None else ""
         attempt = f" (after debug attempt {event['attempt']})" if event.get("attempt") else ""
         attempt += " (strict re-evaluation)" if event.get("strict") else ""
         style = "green" if event.get("status") == "correct" and not event.get("set_aside") else "red"
@@ -73,7 +75,7 @@ class Progress:
 
     def _status(self) -> Text:
         best_id, best = self.best
-        best_text = f"{best:.4g}x ({best_id})" if best is not None else "-"
+        best_text = f"{format_speedup(best)} ({best_id})" if best is not None else "-"
         return Text(
             f"iteration {self.iteration}/{self.iterations} | {self.node} | best {best_text} | "
             f"{self.tokens} tokens | ${self.dollars:.4f}",

@@ -13,10 +13,10 @@ from pathlib import Path
 from langgraph.runtime import Runtime
 
 from agents.accounting import totals_by_role
-from agents.cassette import read_cassette
+from agents.cassette import read_cassette, recorded_from
 from agents.choice import RULE_TEXT, TIE_RULE
 from agents.errors import FatalLLMError
-from agents.models import ROLE_MAX_OUTPUT_TOKENS
+from agents.models import ROLE_MAX_OUTPUT_TOKENS, ROLES, describe_models, models_by_role
 from agents.population import diversity
 from agents.transcript import TRANSCRIPT_FILE
 from graph import lab
@@ -25,6 +25,7 @@ from graph.plot import speedup_svg
 from graph.state import ScientistState
 from kernels.archive import Archive, CandidateRecord
 from kernels.labbook import DesignRecord, LabBook
+from kernels.speedup import format_speedup
 
 STRATEGIES = {
     "scientist": "the selector picks a base and a contrasting reference; the designer writes avenues, then plans, "
@@ -85,6 +86,7 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
         "baseline_ms": seed.eval.get("baseline_ms") if seed else None,
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
+        "best_speedup_band": best.eval.get("speedup_band") if best else None,
         "best_speedup_vs_compile": best.eval.get("speedup_vs_compile") if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
         "set_aside": [{"id": r.id, "speedup": r.speedup, "reason": r.set_aside} for r in archive.set_aside()],
@@ -110,10 +112,15 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
     best = summary["best_speedup"]
     target = summary["target"]
     limits = ", ".join(f"{role} {n}" for role, n in summary["output_token_limits"].items())
-    replayed = summary["model"].startswith("replay:")
-    headline = f"- best: {summary['best_id']} at {best:.4g}x over the PyTorch reference" if best else "- best: none"
+    by_spec = models_by_role(summary["model"], summary["role_models"])
+    replayed = any(spec.startswith("replay:") for spec in by_spec)
+    best_text = f"{summary['best_id']} at {format_speedup(best)} over the PyTorch reference" if best else "none"
+    if summary.get("best_speedup_band"):
+        low, high = summary["best_speedup_band"]
+        best_text += f" (95 % noise band {format_speedup(low)}-{format_speedup(high)}: changes inside it are no gain)"
+    headline = f"- best: {best_text}"
     if summary.get("best_speedup_vs_compile"):
-        headline += f", {summary['best_speedup_vs_compile']:.4g}x over torch.compile"
+        headline += f", {format_speedup(summary['best_speedup_vs_compile'])} over torch.compile"
     if summary["set_aside"]:
         headline += f" ({len(summary['set_aside'])} set aside by anti-cheat flags, not counted: see below)"
     lines = [
@@ -121,7 +128,7 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
         "",
         f"- problem: `{summary['problem']}` on `{summary['device']}` (timing: {summary['timing']})",
         f"- target: {target['title']} (`{target['name']}`; {target['arch']})",
-        f"- model: `{summary['model']}`",
+        f"- model: {describe_models(summary['model'], summary['role_models'], quote='`')}",
         f"- output-token limit per role: {limits}" + (" (live models only)" if replayed else ""),
         f"- evaluations: {summary['evaluations']}",
         f"- strategy: {summary['strategy']} ({STRATEGIES[summary['strategy']]})",
@@ -130,8 +137,8 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
         f"- tokens: {summary['tokens']}, cost: ${summary['cost_usd']:.4f}, wall time: {summary['elapsed_s']} s",
         f"- stopped: {summary['stop_reason']}",
     ]
-    if replay := replay_note(summary["model"]):
-        lines.append(replay)
+    # Every cassette that answered, so no replayed role reads as answered by a live model.
+    lines += [note for spec, roles in by_spec.items() if (note := replay_note(spec, roles))]
     if summary["transcript"]:
         lines.append(
             f"- transcript: [{summary['transcript']}]({summary['transcript']}), every model call's prompt and "
@@ -162,19 +169,22 @@ def render_markdown(archive: Archive, summary: dict, book: LabBook) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replay_note(model: str) -> str | None:
-    """For a replayed run, where its LLM answers (and so its token counts) came from."""
+def replay_note(model: str, roles: list[str] | None = None) -> str | None:
+    """For a replayed model, where its LLM answers (for `roles`, else all) came from; None for a live one."""
     if not model.startswith("replay:"):
         return None
+    path = Path(model.removeprefix("replay:"))
+    whose = "LLM answers" if not roles or set(roles) == set(ROLES) else f"the {', '.join(roles)} LLM answers"
     try:
-        header = read_cassette(Path(model.removeprefix("replay:")))
+        header = read_cassette(path)
     except FatalLLMError:
-        return "- note: LLM answers replayed from a cassette that is no longer readable"
-    if header.get("authored_by_hand", True):
-        origin = "authored by hand (its token counts and cost are estimates)"
+        return f"- note: {whose} replayed from a cassette that is no longer readable ({path.name})"
+    origin = recorded_from(header)
+    if origin == "authored by hand":
+        origin += " (its token counts and cost are estimates)"
     else:
-        origin = f"recorded from {header.get('model')} at {header.get('recorded_at')}"
-    return f"- note: LLM answers replayed from a cassette {origin}; the kernels were evaluated by this run"
+        origin = f"recorded from {origin} at {header.get('recorded_at')}"
+    return f"- note: {whose} replayed from {path.name}, a cassette {origin}; the kernels were evaluated by this run"
 
 
 def _cell(value) -> str:
@@ -233,7 +243,7 @@ def lineage_tree(archive: Archive) -> list[str]:
     def walk(parent: str | None, depth: int) -> list[str]:
         rows = []
         for record in children.get(parent, []):
-            speed = f"{record.speedup:.4g}x" if record.speedup is not None else "-"
+            speed = format_speedup(record.speedup)
             title = (record.experiment or {}).get("title", record.note)
             standing = f", {_standing(record)}" if _standing(record) else ""
             rows.append(f"{'  ' * depth}{record.id} [{record.status}, {speed}{standing}] {title}")
@@ -246,17 +256,17 @@ def lineage_tree(archive: Archive) -> list[str]:
 def notebook_table(records: list[CandidateRecord]) -> list[str]:
     """One row per experiment: its hypothesis, parent, outcome and measured change."""
     rows = [
-        "| id | iter | slot | parent | experiment | expected | status | speedup | debug | note |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| id | iter | slot | parent | experiment | expected | status | speedup | 95 % band | debug | note |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in records:
         if r.experiment is None:
             continue
         e = r.experiment
         expected = f"{e.get('expected_speedup_min', '?')}-{e.get('expected_speedup_max', '?')}x"
-        speed = f"{r.speedup:.4g}x" if r.speedup is not None else "-"
+        speed = format_speedup(r.speedup)
         status = f"{r.status}, {_standing(r)}" if _standing(r) else r.status
-        cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, status, speed]
+        cells = [r.id, r.iteration, r.slot, r.parent_id, e.get("title", ""), expected, status, speed, _band(r)]
         cells += [r.debug_attempts, r.note or r.eval.get("message", "")]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return rows
@@ -269,13 +279,19 @@ def set_aside_section(summary: dict) -> list[str]:
     lines = ["## Set aside", ""]
     lines += ["Kept out of best, base and headline until a strict re-evaluation clears them:", ""]
     for entry in summary["set_aside"]:
-        speed = f"{entry['speedup']:.4g}x" if entry["speedup"] is not None else "-"
+        speed = format_speedup(entry["speedup"])
         lines.append(f"- {entry['id']} ({speed} as measured): {entry['reason']}")
     if not summary["set_aside"]:
         lines.append("- none")
     if summary["cleared_by_strict"]:
         lines += ["", f"Cleared by a strict re-evaluation: {', '.join(summary['cleared_by_strict'])}"]
     return lines + [""]
+
+
+def _band(record: CandidateRecord) -> str:
+    """The noise band the evaluator measured around the record's speedup, or "-"."""
+    band = record.eval.get("speedup_band")
+    return f"{format_speedup(band[0])}-{format_speedup(band[1])}" if band else "-"
 
 
 def _standing(record: CandidateRecord) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from agents.targets import UnknownTarget, get_target, known
 from graph import preflight, stopping
 from graph.context import DEFAULT_MODEL, DEFAULT_PROBLEM, RunContext
+from kernels.speedup import format_speedup
 
 DEMO_CASSETTE = Path(__file__).parents[1] / "agents" / "cassettes" / "demo_fused_residual_norm.json"
 SETTINGS_FILE = "run.json"
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, console) -> int:
     """Run or resume, with every argument checked and the cluster (if any) joined before any LLM call is made."""
     from agents.errors import FatalLLMError
+    from agents.models import describe_models
     from evaluators.executors.local import ClusterError, InfrastructureError
     from evaluators.judge.evaluate import EnvironmentFailure
     from graph import lab
@@ -259,9 +261,9 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         if args.resume and snapshot.values and not snapshot.tasks:
             console.print(f"run {run_id} already finished; report at {snapshot.values.get('report_path')}")
             return 0
+        models = describe_models(ctx.model, ctx.role_models)  # a role's cassette, never only the default model
         console.print(
-            f"run {run_id}: {ctx.problem}, strategy {ctx.strategy}, with {ctx.model} -> {run_dir}; "
-            f"evaluations on {where}"
+            f"run {run_id}: {ctx.problem}, strategy {ctx.strategy}, with {models} -> {run_dir}; evaluations on {where}"
         )
         try:
             final = stream(graph, None if args.resume else {}, config, ctx, console)
@@ -277,7 +279,7 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
             console.print(f"interrupted; resume with: python -m graph.run --resume {run_id}" + _out_flag(args, run_dir))
             return 130
     best = final.get("best_speedup")
-    headline = f"{final.get('best_id')} at {best:.4g}x" if best is not None else "no correct candidate"
+    headline = f"{final.get('best_id')} at {format_speedup(best)}" if best is not None else "no correct candidate"
     console.print(f"done ({final.get('stop_reason')}): best {headline}; report {final.get('report_path')}")
     return 0
 

@@ -12,11 +12,15 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evaluators.suites.report import SuiteRow, not_judged
-from graph import lab
-from graph.checkpoint import open_checkpointer
 from graph.run import SETTINGS_FILE
+
+if TYPE_CHECKING:
+    from evaluators.suites.report import SuiteRow
+
+# graph.batch imports this module before it parses its arguments: the archive, the checkpoints and the suite
+# report (LangGraph, LangChain, pydantic) are imported by the functions that read them.
 
 
 @dataclass
@@ -49,6 +53,9 @@ def read_spend(run_dir: Path, previous: Spend | None = None) -> Spend:
 
     The checkpoint may be mid-write by the run's own process: then the previous reading stands.
     """
+    from graph import lab
+    from graph.checkpoint import open_checkpointer
+
     if is_finished(run_dir):
         summary = json.loads((run_dir / "summary.json").read_text())
         return Spend(summary["tokens"], summary["cost_usd"], summary["iterations"], summary["best_speedup"])
@@ -68,6 +75,9 @@ def read_spend(run_dir: Path, previous: Spend | None = None) -> Spend:
 
 def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
     """The problem's report row: its best kernel when the run finished, else `reason` as a failure."""
+    from evaluators.suites.report import SuiteRow, not_judged
+    from graph import lab
+
     spend = read_spend(run_dir) if run_dir.is_dir() else Spend()
     cost = {"tokens": spend.tokens, "dollars": round(spend.dollars, 6)}
     if not is_finished(run_dir):

@@ -47,6 +47,7 @@ def worker_env(device: str, scratch: Path, options: ProcessOptions | EvalOptions
     }
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"  # for the child only: the parent may be timing on a GPU
+        env["OMP_NUM_THREADS"] = "1"
     index = device_index(device)
     if index is not None:
         env |= visible_device_env(index)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -54,6 +55,8 @@ def evaluate(
     problem = problem if isinstance(problem, Problem) else load_problem(problem)
     device = resolve_device(device)
     started = time.perf_counter()
+    # Drawn here, told to the candidate only with each shape's trials: no candidate can be written for its inputs.
+    trial_seed = options.trial_seed if options.trial_seed is not None else secrets.randbits(31)
     result = EvalResult(
         status="correct",
         device=device,
@@ -61,6 +64,7 @@ def evaluate(
         config=problem.config_name(device),
         source_hash=hashlib.sha256(candidate_source.encode()).hexdigest()[:16],
         strict=options.strict,
+        trial_seed=trial_seed,
     )
     static = check_source(candidate_source, "custom_kernel" if problem.format == "gpumode" else "ModelNew")
     result.stages["static"] = time.perf_counter() - started
@@ -107,7 +111,7 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
     candidate = spares.claim("candidate", options, toolchain, device)
     waited = time.perf_counter()
     try:
-        reference = reference_for(problem, shapes, device, options, job)
+        reference = reference_for(problem, shapes, device, options, job | {"trial_seed": result.trial_seed})
         result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
         with ExitStack() as cleanup:
             cleanup.callback(release, reference)
@@ -154,24 +158,27 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
     handoff = handoff_dir(options.trials * largest_output)
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
     ask({"cmd": "plan", "memory": memory, "handoff_dir": str(handoff)}, "planned", "build")
-    plan = trial_plan(options.seed, options.trials)
-    evidence = {}
+    plan = trial_plan(result.trial_seed, options.trials)
+    evidence, shares = {}, []
     for i, shape in enumerate(shapes):
         if i:
             ask({"cmd": "build", "shape": i}, "built", "build")
-        outputs = ask({"cmd": "trials", "shape": i}, "outputs", "correctness")
+        outputs = ask({"cmd": "trials", "shape": i, "seed": result.trial_seed}, "outputs", "correctness")
         if not isinstance(outputs.meta.get("modified_inputs"), dict):
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         evidence = outputs.meta.get("evidence") or {}
+        shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
         ask.contended_by_oom = False  # the reference is done: from here the plan's room is the candidate's
-        checked = reference.request({"cmd": "compare", "shape": i, "dir": str(handoff)}, "comparison")
+        checked = reference.request(
+            {"cmd": "compare", "shape": i, "dir": str(handoff), "seed": result.trial_seed}, "comparison"
+        )
         _remove(handoff, f"s{i}-trial*")
         if not verdicts.check_shape(
             result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
         ):
             return result
-    verdicts.judge_evidence(result, evidence)
+    verdicts.judge_evidence(result, evidence, shares)
     if not options.timing:
         return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
     timing_started = time.perf_counter()
@@ -208,7 +215,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
                 "shape": i,
                 "dir": str(handoff),
                 "reps": timing.reps,
-                "nonce": timing.nonce,
+                "blocks": [[block.first, block.reps, block.nonce] for block in timing.blocks],
                 "sketch_key": timing.sketch_key,
                 "sketches": timing.facts["sketches"],
                 "held": held,
@@ -289,7 +296,7 @@ def _malformed_timing(timing) -> str | None:
     if not (isinstance(times, list) and len(times) == timing.reps):
         return f"a timing reply without {timing.reps} times"
     if not all(map(verdicts.is_duration, times)):
-        return "a timing reply with a time that is not a finite, non-negative number"
+        return "a timing reply with a time that is not a finite, non-negative number of at most a day"
     if not (isinstance(sketches, list) and len(sketches) == timing.reps):
         return f"a timing reply without {timing.reps} output sketches"
     side = timing.side_stream_ms

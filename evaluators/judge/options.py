@@ -19,7 +19,12 @@ class EvalOptions(BaseModel):
     """How to check and time one candidate; defaults suit the graph's loop."""
 
     trials: int = Field(3, ge=3, description="correctness trials, each on fresh inputs from its own seed")
-    seed: int = Field(42, description="base seed: parameters use it, trial i uses seed + 1000 * (i + 1)")
+    seed: int = Field(42, description="the parameters' seed (both sides build their modules from it)")
+    trial_seed: int | None = Field(
+        None,
+        description="base seed of the correctness trials (trial i uses trial_seed + 1000 * (i + 1)); None: the parent "
+        "draws one per evaluation and records it in the result, so no candidate can be written for its inputs",
+    )
     timing: bool = Field(True, description="time candidate and reference once the candidate is correct")
     warmup_ms: float = Field(25.0, description="GPU warm-up budget before timing")
     # Each repetition also draws fresh inputs and flushes the cache (harness work of about a kernel's length for

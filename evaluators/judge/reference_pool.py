@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import secrets
 import threading
 from concurrent.futures import Future
 
@@ -159,7 +160,7 @@ class ReferenceWorker:
 
         def compiled(side) -> dict:
             if shape not in self.compiled:
-                command = side.command(0, side.timing.reps, True) | {"hold": []}
+                command = side.command(0, side.timing.reps, True, secrets.randbits(30)) | {"hold": []}
                 self.compiled[shape] = call(command | {"cmd": "time_compiled", "calls": side.warm, "seed": side.seed},
                                             "compiled").meta  # fmt: skip
             return self.compiled[shape]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, PrivateAttr, computed_field
 
 from evaluators.judge.flags import Flag, sets_aside
 
@@ -36,12 +36,19 @@ class ShapeResult(BaseModel):
     runtime_ms: float | None = None
     baseline_ms: float | None = None
     speedup: float | None = None
+    speedup_band: tuple[float, float] | None = Field(
+        None, description="the speedup's 95 % noise band, from a bootstrap of the timing's blocks (judge/bands.py)"
+    )
     spread: float | None = None
     reps: int | None = None
     roofline_fraction: float | None = None
     roofline: Roofline | None = None
     compiled_ms: float | None = Field(None, description="torch.compile(reference), when the baseline was asked for")
     speedup_vs_compile: float | None = None
+    own_kernel_share: float | None = Field(
+        None, description="share of a profiled call's device time (interpreter: host time) in the candidate's kernels"
+    )
+    _band_draws: list[float] = PrivateAttr(default_factory=list)  # the band's replicates, for the geometric mean's
     message: str = ""
 
 
@@ -62,9 +69,23 @@ class EvalResult(BaseModel):
     compiled_ms: float | None = Field(None, description="torch.compile(reference) at the first benchmark shape")
     compile_baseline_error: str = Field("", description="why torch.compile(reference) could not be timed")
     spread: float | None = Field(None, description="interquartile range of the candidate's times / median")
+    speedup_band: tuple[float, float] | None = Field(
+        None, description="the 95 % noise band of `speedup` (the geometric mean's, drawn jointly over shapes)"
+    )
+    significant: bool | None = Field(
+        None, description="whether the band excludes 1.0; False reads as no significant change from the reference"
+    )
     flags: list[Flag] = Field(default_factory=list)
+    own_kernel_share: float | None = Field(
+        None,
+        description="the least over benchmark shapes of a profiled call's device time (interpreter: host time) in "
+        "the candidate's own kernels; None where it was not measured (judge/verdicts.py judge_evidence)",
+    )
     shapes: list[ShapeResult] = Field(default_factory=list)
     strict: bool = Field(False, description="a strict re-evaluation: every timed output checked, more trials")
+    trial_seed: int | None = Field(
+        None, description="the correctness trials' base seed, drawn for this evaluation (EvalOptions.trial_seed redoes)"
+    )
     message: str = ""
     diagnostics: str = ""
     device: str = "cpu"

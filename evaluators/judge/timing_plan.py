@@ -9,11 +9,14 @@ sets at once, the reference is timed first and the candidate after it, in one bl
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
 per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch key and
-the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. Both sides
-get one nonce and one sketch key per shape: the reference's repetition r runs on the inputs of the candidate's
-repetition r, so the sketch it takes there is the one its check of the candidate's would otherwise compute again
-with one more call (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its
-clock never counts a wait for it.
+the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. Each block
+has a nonce of its own, drawn as the block is sent: a repetition's inputs follow from its block's nonce, so nothing
+a process is told lets it compute a later block's answers early (one call doing a whole block's work is inside that
+block's mean, which is what the parent checks: judge/wall.py). Both sides' block b share its nonce and the shape's
+sketch key: the reference's repetition k of block b runs on the inputs of the candidate's repetition k of block b,
+so the sketch it takes there is the one its check of the candidate's would otherwise compute again with one more
+call (worker/timed_answers.py). The rehearsal's nonce and key are thrown away. The parent holds the device's timing
+lock around all of it, so its clock never counts a wait for it.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
@@ -52,15 +55,25 @@ _CALIBRATE_MS = 1e-3
 
 
 @dataclass
+class Block:
+    """One timing command of one side: its repetitions, its nonce, and its span on the parent's clock (s)."""
+
+    first: int
+    reps: int
+    nonce: int
+    seconds: float = 0.0
+
+
+@dataclass
 class ShapeTiming:
     """One side's timing of one shape as the parent commanded and saw it."""
 
     reps: int
     hold: list[int] | None  # the repetitions held, None for every one
-    nonce: int
     sketch_key: int
     facts: dict = field(default_factory=dict)  # the replies joined: times_ms, sketches, label
     span: Span | None = None
+    blocks: list[Block] = field(default_factory=list)  # in the order sent
     side_stream_ms: float = 0.0
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
@@ -78,10 +91,10 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: d
     return reps, reps * output_bytes <= HOLD_ALL_BYTES
 
 
-def plan_timing(reps: int, hold_all: bool, retained: int, nonce: int, sketch_key: int) -> ShapeTiming:
-    """The held repetitions for one side's timing, with the shape's nonce and sketch key."""
+def plan_timing(reps: int, hold_all: bool, retained: int, sketch_key: int) -> ShapeTiming:
+    """The held repetitions for one side's timing, with the shape's sketch key."""
     hold = None if hold_all else sorted(_RANDOM.sample(range(reps), min(retained, reps)))
-    return ShapeTiming(reps, hold, nonce, sketch_key)
+    return ShapeTiming(reps, hold, sketch_key)
 
 
 def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
@@ -118,10 +131,10 @@ class Side:
     """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
     def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool,
-                 drawn: tuple[int, int]):  # fmt: skip
+                 sketch_key: int):  # fmt: skip
         self.call, self.shape, self.device, self.options = call, shape, device, options
         self.memory, self.strict = memory, strict
-        self.drawn = drawn  # the shape's nonce and sketch key, the same for both sides
+        self.sketch_key = sketch_key  # the shape's, the same for both sides
         self.seed = secrets.randbits(30)
         self.warm = 0
         self.timing: ShapeTiming | None = None
@@ -149,14 +162,14 @@ class Side:
         reps, hold_all = repetitions(
             max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape, self.strict
         )
-        self.timing = plan_timing(reps, hold_all, self.memory["retained"], *self.drawn)
+        self.timing = plan_timing(reps, hold_all, self.memory["retained"], self.sketch_key)
 
-    def command(self, first: int, reps: int, last: bool) -> dict:
+    def command(self, first: int, reps: int, last: bool, nonce: int) -> dict:
         """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards."""
         timing = self.timing
         hold = None if timing.hold is None else [r for r in timing.hold if first <= r < first + reps]
         return {
-            "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": timing.nonce,
+            "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce,
             "sketch_key": timing.sketch_key, "hold": hold, "last": last, "lead_ms": self.lead_ms,
         }  # fmt: skip
 
@@ -169,19 +182,21 @@ class Side:
         if device_kind(self.device) != "cuda":
             return None
         self.lead_ms = lead
-        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False)
-        return self.call(rehearsal | {"nonce": secrets.randbits(30), "hold": []}, "timing").meta
+        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False, secrets.randbits(30))
+        # A key of its own: the rehearsal's outputs are checked by no one, so the shape's key must not pass through it.
+        return self.call(rehearsal | {"sketch_key": secrets.randbits(62), "hold": []}, "timing").meta
 
-    def block(self, first: int, reps: int, last: bool) -> None:
-        """One block of repetitions, its reply joined to the earlier blocks'."""
-        reply = self.call(self.command(first, reps, last), "timing")
+    def block(self, first: int, reps: int, last: bool, nonce: int) -> None:
+        """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
+        reply = self.call(self.command(first, reps, last, nonce), "timing")
         facts = self.timing.facts
-        for key in ("times_ms", "sketches", "issue_ms"):
+        for key in ("times_ms", "sketches", "issue_ms", "prepare_ms"):
             values = reply.meta.get(key)
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed), and a
             # block's extras shift the sketches off the repetitions they must match.
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
+        self.timing.blocks.append(Block(first, reps, nonce, reply.span))
         self.seconds += reply.span
         self.commands += 1
 
@@ -190,7 +205,7 @@ class Side:
         timing = self.timing
         timing.span = Span(self.seconds, timing.reps, self.commands)
         if reference:
-            timing.fixed_s = self.call(self.command(0, 0, True) | {"hold": []}, "timing").span
+            timing.fixed_s = self.call(self.command(0, 0, True, secrets.randbits(30)) | {"hold": []}, "timing").span
         if device_kind(self.device) == "cuda":
             probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
@@ -210,9 +225,9 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     `*_call(command, event)` sends one command to that process and returns its Reply. `compiled(side)`, if given,
     times torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed).
     """
-    drawn = (secrets.randbits(30), secrets.randbits(62))
-    reference = Side(reference_call, shape, device, options, memory, strict, drawn)
-    candidate = Side(candidate_call, shape, device, options, memory, strict, drawn)
+    sketch_key = secrets.randbits(62)
+    reference = Side(reference_call, shape, device, options, memory, strict, sketch_key)
+    candidate = Side(candidate_call, shape, device, options, memory, strict, sketch_key)
     with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
         if memory["side_by_side"]:
             for side in (reference, candidate):
@@ -221,20 +236,28 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
+                nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
                 # Turns in the order ABBA: a steady drift (clocks ramping) favours neither side.
                 turns = [(reference, ours, False), (candidate, theirs, b == blocks - 1)]
                 for side, run, last in turns if b % 2 == 0 else turns[::-1]:
-                    side.block(*run, last=last)
+                    side.block(*run, last=last, nonce=nonce)
             reference_timing = reference.finish(reference=True)
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
+            # Each side still in blocks, so both report the statistic the parent checks block by block.
+            # Block b of either side has one nonce, as side by side, so the reference's answers serve its check.
+            nonces: dict[int, int] = {}
             reference.warm_up()
             lead = _rehearse_reference(reference)
-            reference.block(0, reference.timing.reps, last=False)
+            runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device))
+            for b, run in enumerate(runs):
+                reference.block(*run, last=False, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
             candidate.rehearse(lead)
-            candidate.block(0, candidate.timing.reps, last=True)
+            runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device))
+            for b, run in enumerate(runs):
+                candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
         candidate_timing = candidate.finish(reference=False)
         if compiled is not None:
             reference_timing.compiled = compiled(reference)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from evaluators.judge import wall
+from evaluators.judge import bands, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult
@@ -65,10 +65,49 @@ def _fail_shape(result: EvalResult, shape_result: ShapeResult, message: str, dia
     finish(result, "incorrect", message, _with_output(diagnostics, output))
 
 
-def judge_evidence(result: EvalResult, evidence: dict) -> None:
-    """`no_custom_kernel` when the candidate's trials launched no Triton kernel and built or loaded no extension."""
+# The least share of a profiled call's device time (in the Triton interpreter, host time) that the candidate's own
+# kernels must do at every benchmark shape (worker/kernel_share.py). Low, because honest work can be a small part of
+# a call: an epilogue fused after a library GEMM (bias, activation) reads and writes the output once, a few percent
+# of the GEMM's time. A kernel that does nothing takes a few microseconds, under 1 % of a call of over about 0.5 ms.
+# Where the floor is cleared by a token kernel (short calls), the token costs at least 1 % of the runtime.
+OWN_SHARE_MIN = 0.01
+
+
+def judge_evidence(result: EvalResult, evidence: dict, shares: list | None = None) -> None:
+    """`no_custom_kernel` when the candidate's own kernels did under OWN_SHARE_MIN of a profiled call's time.
+
+    `shares`: the candidate worker's kernel_share reply per shape, in the order of `result.shapes`. The least share
+    over the benchmark shapes (the timed ones, whose speedup is reported; a test shape may fall back to PyTorch at
+    an awkward size) is `own_kernel_share` and decides. Where no shape's time could be measured (no profiler, no
+    device work), the counts decide: no Triton launch and no extension built or loaded.
+    """
+    shares = shares or []
+    measured = []
+    for shape, share in zip(result.shapes[-len(shares) :] if shares else [], shares, strict=False):
+        if isinstance(share, dict) and _is_share(share.get("share")) and is_duration(share.get("own_us")):
+            if is_duration(share.get("total_us")) and share["total_us"] > 0:
+                shape.own_kernel_share = share["share"]
+                measured.append((shape, share))
+    timed = [m for m in measured if m[0].kind == "benchmark"] or measured
+    least = min(timed, key=lambda m: m[1]["share"], default=None)
+    if least:
+        result.own_kernel_share = least[1]["share"]
     if any(flag.code == "no_custom_kernel" for flag in result.flags):
         return  # the static check already found the reference aliased
+    if least:
+        shape, share = least
+        if share["share"] < OWN_SHARE_MIN:
+            time = "device time" if device_kind(result.device) == "cuda" else "host time (Triton interpreter)"
+            library = share.get("library")
+            most = library[0] if isinstance(library, list) and library and isinstance(library[0], str) else ""
+            result.flag(
+                "no_custom_kernel",
+                f"no custom kernel: its own kernels (Triton launches, extensions it built or loaded) did "
+                f"{share['share']:.2%} of the {time} of a profiled call at shape {shape.name} "
+                f"({share['own_us']:.4g} of {share['total_us']:.4g} us), under the {OWN_SHARE_MIN:.0%} floor"
+                + (f"; the most went to {most[:120]}" if most else ""),
+            )
+        return
     launched = evidence.get("triton_launches") or 0
     built = (evidence.get("extensions_built") or 0) + len(evidence.get("extension_modules") or [])
     if not launched and not built:
@@ -76,6 +115,10 @@ def judge_evidence(result: EvalResult, evidence: dict) -> None:
             "no_custom_kernel",
             "no custom kernel: its calls launched no Triton kernel and built or loaded no C++/CUDA/HIP extension",
         )
+
+
+def _is_share(value) -> bool:
+    return type(value) in (int, float) and 0.0 <= value <= 1.0
 
 
 def apply_shape_timing(
@@ -95,8 +138,10 @@ def apply_shape_timing(
         _fail_timed_rep(result, shape_result, rep, why, "")
         return False
     device = device_kind(result.device)
-    baseline, _ = median_and_spread(reference.facts["times_ms"])
-    runtime, spread = median_and_spread(timing.facts["times_ms"])
+    reference_clock = wall.judge_timing(reference, reference)
+    baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
+    runtime = wall.reported_ms(timing)
+    spread = median_and_spread(timing.facts["times_ms"])[1]
     side = side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
     if side > max(0.02, 0.05 * runtime):
         result.flag(
@@ -106,18 +151,14 @@ def apply_shape_timing(
         )
     runtime += side
     clock = wall.judge_timing(timing, reference)
-    if device == "cpu":
-        # Interpreter timings are not GPU performance, and no flag could tell a forger from an interpreter's noise:
-        # the candidate's figure is never below the parent's clock, calibrated by the reference's.
-        runtime = max(runtime, clock.parent_ms)
-    elif clock.disputed:
+    if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",
             f"shape {shape_result.name}: its process says {clock.claimed_ms:.4g} ms per call, the parent's clock "
             f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice: "
             "the parent's figure is used",
         )
-        runtime = max(runtime, clock.parent_ms)
+    runtime = max(runtime, floor_ms(clock), RESOLUTION_MS)
     issued = issue_median(timing.facts.get("issue_ms"), timing.reps)
     if device == "cuda" and issued is not None and issued > runtime:
         result.flag(
@@ -128,7 +169,21 @@ def apply_shape_timing(
             "would help",
         )
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
-    shape_result.speedup = baseline / runtime if runtime > 0 else None
+    shape_result.speedup = baseline / runtime
+    shape_result.speedup_band, shape_result._band_draws = bands.shape_band(
+        band_series(reference, reference_clock), band_series(timing, clock), shape_result.speedup
+    )
+    host_bound = issued is not None and issued > runtime
+    reference_issued = issue_median(reference.facts.get("issue_ms"), reference.reps)
+    host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
+    speeds = host_speed_ratio(timing, reference)
+    if device == "cuda" and host_bound and speeds and shape_result._band_draws:
+        shape_result.speedup_band, shape_result._band_draws = bands.across_processes(shape_result._band_draws, speeds)
+    if device == "cuda" and shape_result._band_draws:
+        floor = bands.process_floor(reference_issued, baseline)
+        shape_result.speedup_band, shape_result._band_draws = bands.with_process_floor(
+            shape_result._band_draws, shape_result.speedup, floor
+        )
     _apply_compiled(result, shape_result, reference.compiled, runtime)
     shape_result.reps = len(timing.facts["times_ms"])
     result.timing = "interpreter" if device == "cpu" else "cuda-events"
@@ -140,6 +195,38 @@ def apply_shape_timing(
     return True
 
 
+# No call is reported faster than this (CUDA events resolve about half a microsecond): a forged or empty time of 0
+# still gives a finite speedup, and the roofline a finite rate.
+RESOLUTION_MS = 1e-3
+# The longest time per call a reply may carry (a day): beyond it the reply is malformed, so every ratio stays finite.
+LONGEST_MS = 86_400_000.0
+
+
+def floor_ms(clock: wall.Verdict) -> float:
+    """What the parent's clock lets a side report at least: its own figure, where the side's timer is disputed.
+
+    One rule for the reference and the candidate, on every device; only the candidate is flagged for it (on CUDA: on
+    the CPU interpreter timings are noise-bound, and no flag could tell a forger from the noise).
+    """
+    return clock.parent_ms if clock.disputed else 0.0
+
+
+def host_speed_ratio(timing, reference) -> float | None:
+    """The candidate's process's host time over the reference's for the same harness work before each repetition."""
+    candidate = issue_median(timing.facts.get("prepare_ms"), timing.reps)
+    ours = issue_median(reference.facts.get("prepare_ms"), reference.reps)
+    return candidate / ours if candidate and ours else None
+
+
+def band_series(side, clock: wall.Verdict) -> list[list[float]]:
+    """The block series a side's figure came from: its own times, or the parent's per block where it was floored.
+
+    Each at least RESOLUTION_MS, as the figure is: a forged zero still draws finite ratios.
+    """
+    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side)
+    return [[max(t, RESOLUTION_MS) for t in block] for block in series]
+
+
 def issue_median(issued, reps: int) -> float | None:
     """The median of a timing's host issue times (ms), or None where the reply did not give one per repetition."""
     if not (isinstance(issued, list) and len(issued) == reps and reps and all(map(is_duration, issued))):
@@ -148,8 +235,8 @@ def issue_median(issued, reps: int) -> float | None:
 
 
 def is_duration(value) -> bool:
-    """Whether a figure a worker sent is a finite, non-negative number (a bool or a string is not)."""
-    return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    """Whether a figure a worker sent is a finite, non-negative number of at most a day (a bool or a string is not)."""
+    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= LONGEST_MS
 
 
 def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:
@@ -198,6 +285,8 @@ def _apply_compiled(result: EvalResult, shape_result: ShapeResult, compiled: dic
 def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
     """The summary over benchmark shapes: geometric-mean speedup, the first shape's times, and the flags."""
     timed = [s for s in result.shapes if s.kind == "benchmark" and s.speedup]
+    if not timed:  # every figure is floored above zero: this is a problem with no benchmark shape
+        return finish(result, "correct", f"correct on {len(result.shapes)} shape(s) (no benchmark shape to time)", "")
     first = timed[0]
     result.speedup = math.exp(sum(math.log(s.speedup) for s in timed) / len(timed))
     result.runtime_ms, result.baseline_ms, result.spread = first.runtime_ms, first.baseline_ms, first.spread
@@ -229,6 +318,13 @@ def summarize(result: EvalResult, options: EvalOptions) -> EvalResult:
             f"correct on {len(result.shapes)} shapes: geometric-mean speedup {result.speedup:.3g}x "
             f"over {len(timed)} benchmark shapes"
         )
+    draws = [s._band_draws for s in timed]
+    if all(draws):
+        result.speedup_band = bands.geomean_band(draws)
+        result.significant = bands.significant(*result.speedup_band)
+        low, high = result.speedup_band
+        verdict = "" if result.significant else ": no significant change"
+        summary += f" (95 % band {low:.3g}-{high:.3g}x{verdict})"
     if result.speedup_vs_compile:
         summary += f", {result.speedup_vs_compile:.3g}x over torch.compile"
     return finish(result, "correct", summary + label, "")

@@ -1,11 +1,18 @@
-"""The parent's clock as the outer truth of a timing: what the candidate's own timer may claim, and no less.
+"""The parent's clock as the outer truth of a timing: what a side's own timer may claim, and no less.
 
 The parent times each timing command from sending it to having its reply. The reference ran the same routine in
 its own (trusted) process, in as many commands, and once more with no repetition (the fixed cost of a command:
 the pipe, the flush buffer, the last sync), so what the harness costs per repetition (drawing inputs, flushing,
-sketching, holding copies) is known apart from the reference's own calls; what is left of the candidate's span is
-its calls. Work hidden anywhere in the candidate's process while the command runs (a patched timer, answers
+sketching, holding copies) is known apart from the reference's own calls; what is left of a side's span is its
+calls. Work hidden anywhere in the candidate's process while the command runs (a patched timer, answers
 recomputed between repetitions, a stall) shows up there.
+
+The statistic a shape reports is the median, over its blocks, of each block's mean time per call, and the parent
+checks that same statistic: the median over the same blocks of its own figure per call. A mean is what the parent's
+clock can vouch for (it sees a command, not its repetitions), so within a block neither forging some repetitions'
+times nor moving work from one repetition to another lowers it; the median over blocks keeps the robustness honest
+timings need against a slow passing episode. A side whose statistic is below the parent's by more than the noise
+allowed has the parent's figure put in its place; the candidate is also flagged (judge/verdicts.py).
 """
 
 from __future__ import annotations
@@ -31,42 +38,73 @@ class Span:
     commands: int = 1
 
 
-def harness_ms(reference: Span, fixed_s: float, reference_times_ms: list[float]) -> float:
-    """The harness's own milliseconds per repetition, outside the timed calls (by the reference's command).
+def harness_ms(reference) -> float:
+    """The harness's own milliseconds per repetition, outside the timed calls, by the reference's blocks.
 
-    `fixed_s` is the reference's timing command with no repetition: the pipe, the flush buffer, the last sync.
+    By the statistic every figure uses: the median over the reference's blocks of its span per repetition (less the
+    command with no repetition: the pipe, the flush buffer, the last sync), less its reported figure. Calibrated by a
+    mean instead, one slow command of three raised the harness for all, and the median of the reference's own
+    figures then read above its times: the reference disputed by its own calibration.
     """
-    per_rep = (reference.seconds - fixed_s * reference.commands) * 1e3 / reference.reps
-    return max(0.0, per_rep - statistics.fmean(reference_times_ms))
+    spans = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, 0.0) for b in reference.blocks]
+    return max(0.0, statistics.median(spans) - reported_ms(reference))
 
 
-def parent_ms(candidate: Span, fixed_s: float, harness: float) -> float:
-    """The candidate's mean milliseconds per call by the parent's clock, less the harness's fixed and per-rep work."""
-    return (candidate.seconds - fixed_s * candidate.commands) * 1e3 / candidate.reps - harness
+def parent_ms(span: Span, fixed_s: float, harness: float) -> float:
+    """Mean milliseconds per call by the parent's clock over `span`, less the harness's fixed and per-rep work."""
+    return (span.seconds - fixed_s * span.commands) * 1e3 / span.reps - harness
 
 
 def slack_ms(parent: float, harness: float, reps: int) -> float:
-    """How much lower than the parent's figure an honest timer's mean may be."""
+    """How much lower than the parent's figure an honest timer's statistic may be."""
     return CALL_SLACK * max(parent, 0.0) + HARNESS_SLACK * harness + JITTER_MS / reps
+
+
+def block_means(times_ms: list[float], blocks) -> list[float]:
+    """Each block's mean milliseconds per call, from the times joined block after block."""
+    means, at = [], 0
+    for block in blocks:
+        means.append(statistics.fmean(times_ms[at : at + block.reps]))
+        at += block.reps
+    return means
+
+
+def block_times(side) -> list[list[float]]:
+    """A side's own times, block by block."""
+    times, at, out = side.facts["times_ms"], 0, []
+    for block in side.blocks:
+        out.append(times[at : at + block.reps])
+        at += block.reps
+    return out
+
+
+def reported_ms(side) -> float:
+    """The figure a side's timing reports (judge/timing_plan.ShapeTiming): the median of its block means."""
+    return statistics.median(block_means(side.facts["times_ms"], side.blocks))
 
 
 @dataclass
 class Verdict:
-    """The parent's view of one candidate timing: its figure, the candidate's own mean, and the noise allowed."""
+    """The parent's view of one side's timing: its figure, the side's own, and the noise allowed."""
 
     parent_ms: float
     claimed_ms: float
     slack_ms: float
+    blocks_ms: list[float]  # the parent's figure per block, whose median is parent_ms
 
     @property
     def disputed(self) -> bool:
-        """Whether the candidate's timer claims less than the parent's clock allows."""
+        """Whether the side's timer claims less than the parent's clock allows."""
         return self.parent_ms > self.claimed_ms + self.slack_ms
 
 
-def judge_timing(candidate, reference) -> Verdict:
-    """The parent's figure for a candidate's timing (judge/timing_plan.ShapeTiming) against the reference's."""
-    harness = harness_ms(reference.span, reference.fixed_s, reference.facts["times_ms"])
-    parent = parent_ms(candidate.span, reference.fixed_s, harness)
-    claimed = statistics.fmean(candidate.facts["times_ms"]) + candidate.side_stream_ms
-    return Verdict(parent, claimed, slack_ms(parent, harness, candidate.reps))
+def judge_timing(side, reference) -> Verdict:
+    """The parent's figure for one side's timing (judge/timing_plan.ShapeTiming) against the reference's calibration.
+
+    The side may be the reference itself: both are judged by one rule.
+    """
+    harness = harness_ms(reference)
+    blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
+    parent = statistics.median(blocks)
+    claimed = reported_ms(side) + side.side_stream_ms
+    return Verdict(parent, claimed, slack_ms(parent, harness, side.reps), blocks)

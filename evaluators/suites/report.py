@@ -1,8 +1,10 @@
 """The suite report: fast_p, geometric-mean speedup and roofline over a suite's problems, as suite.md and suite.json.
 
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
-p times faster than PyTorch eager (p = 0: correct). A problem that was not judged (no candidate, not started,
-an error) is a row like any other and counts as a failure, never dropped. When the torch.compile baseline was
+p times faster than PyTorch eager (p = 0: correct). Beside it, fast_p over significant speedups counts a problem
+only where the speedup's noise band (judge/bands.py) also lies above p: a reward that pays for noise trains a policy
+to chase it. A problem that was not judged (no candidate, not started, an error) is a row like any other and counts
+as a failure, never dropped. When the torch.compile baseline was
 asked for, fast_1 and the geometric mean are also given over it; a row without that timing is not fast over it.
 """
 
@@ -30,6 +32,7 @@ class SuiteRow(BaseModel):
     key: str
     status: str
     speedup: float | None = None
+    speedup_band: tuple[float, float] | None = None
     speedup_vs_compile: float | None = None
     compile_note: str = ""  # why the torch.compile baseline was not timed, when it was asked for and failed
     roofline_fraction: float | None = None
@@ -46,6 +49,12 @@ class SuiteRow(BaseModel):
             return False
         return p == 0 or (self.speedup is not None and self.speedup > p)
 
+    def fast_significantly(self, p: float) -> bool:
+        """fast(p), with the whole noise band above p (for p = 0: correct; no band: not significant)."""
+        if not self.fast(p):
+            return False
+        return p == 0 or (self.speedup_band is not None and self.speedup_band[0] > p)
+
 
 def row_from_result(key: str, result: EvalResult, wall_s: float | None = None, **cost) -> SuiteRow:
     """A row from one evaluation; `cost` may carry tokens and dollars."""
@@ -56,6 +65,7 @@ def row_from_result(key: str, result: EvalResult, wall_s: float | None = None, *
         key=key,
         status=result.status,
         speedup=result.speedup if result.status == "correct" else None,
+        speedup_band=result.speedup_band if result.status == "correct" else None,
         speedup_vs_compile=result.speedup_vs_compile if result.status == "correct" else None,
         compile_note=result.compile_baseline_error,
         roofline_fraction=statistics.median(fractions) if fractions else None,
@@ -81,6 +91,15 @@ def summarize(rows: list[SuiteRow], compile_baseline: bool = False) -> dict:
     trusted = [r.speedup for r in rows if r.fast(0) and r.speedup]
     fractions = [r.roofline_fraction for r in rows if r.fast(0) and r.roofline_fraction is not None]
     summary = {f"fast_{p:g}": (sum(r.fast(p) for r in rows) / total if total else 0.0) for p in FAST_P}
+    summary |= {
+        f"fast_{p:g}_significant": (sum(r.fast_significantly(p) for r in rows) / total if total else 0.0)
+        for p in FAST_P
+        if p > 0
+    }
+    # Significant changes either way among the trusted correct rows: with the reference as its own candidate, none.
+    summary["significant_changes"] = sum(
+        r.fast(0) and r.speedup_band is not None and not r.speedup_band[0] <= 1.0 <= r.speedup_band[1] for r in rows
+    )
     summary |= {
         "problems": total,
         "correct": sum(r.status == "correct" for r in rows),
@@ -150,6 +169,9 @@ def render_markdown(report: dict) -> str:
     s, m = report["summary"], report["machine"]
     total = s["problems"]
     fast = ", ".join(f"{key} {s[key]:.1%} ({round(s[key] * total)}/{total})" for key in ("fast_0", "fast_1", "fast_2"))
+    significant = ", ".join(
+        f"fast_{p} {s[f'fast_{p}_significant']:.1%}" for p in (1, 2) if f"fast_{p}_significant" in s
+    )
     geomean = f"{s['geomean_speedup']:.3g}x over {s['geomean_over']}" if s["geomean_speedup"] else "none"
     roof = f"{s['median_roofline_fraction']:.1%}" if s["median_roofline_fraction"] is not None else "not measured"
     where = f"{m['gpus']} x {m['gpu']}" if m["gpu"] else f"CPU only ({m['cpu']})"
@@ -160,6 +182,8 @@ def render_markdown(report: dict) -> str:
         f"- suite: `{report['suite']}`, {total} problems selected; written {report['written_at']}",
         f"- machine: {where}; torch {m['torch']}, Python {m['python']}; evaluations: {m['executor']}",
         f"- {fast}",
+        f"- over significant speedups (the noise band above p): {significant}; significant changes from eager, "
+        f"either way: {s.get('significant_changes', 0)}",
         f"- correct: {s['correct']}/{total} ({s['set_aside']} set aside by a hard flag, not counted as fast); "
         f"not judged: {s['not_judged']} (counted as failures)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
@@ -176,7 +200,8 @@ def render_markdown(report: dict) -> str:
         lines.append("- note: CPU timings come from Triton's interpreter; they are not GPU performance")
     lines += ["", "![speedup distribution](speedup.svg)", "", "## Problems", ""]
     compiled = s["compile_baseline"]
-    header = ["problem", "status", "speedup", *(["vs compile"] if compiled else []), "roofline", "tokens", "$"]
+    header = ["problem", "status", "speedup", "95 % band"]
+    header += [*(["vs compile"] if compiled else []), "roofline", "tokens", "$"]
     header += ["wall s", "set aside", "note"]
     lines += ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     for row in report["rows"]:
@@ -185,6 +210,7 @@ def render_markdown(report: dict) -> str:
             row["key"],
             row["status"],
             f"{row['speedup']:.3g}x" if row["speedup"] is not None else "-",
+            _band_text(row.get("speedup_band")),
             *([f"{over:.3g}x" if over is not None else "-"] if compiled else []),
             f"{row['roofline_fraction']:.1%}" if row["roofline_fraction"] is not None else "-",
             row["tokens"] if row["tokens"] is not None else "-",
@@ -195,6 +221,13 @@ def render_markdown(report: dict) -> str:
         ]
         lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _band_text(band) -> str:
+    if not band:
+        return "-"
+    low, high = band
+    return f"{low:.3g}-{high:.3g}x" + ("" if low > 1.0 or high < 1.0 else " (no significant change)")
 
 
 def _cpu_name() -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import evidence, integrity, trials
+from evaluators.worker import evidence, integrity, kernel_share, trials
 from evaluators.worker.handoff import output_path
 from evaluators.worker.session import Session
 from evaluators.worker.trial_seeds import trial_plan
@@ -32,15 +32,14 @@ def serve_candidate(session: Session) -> None:
     sys.modules["candidate"] = candidate
     spec.loader.exec_module(candidate)
     session.reply("loaded", {})
-    plan = trial_plan(job["seed"], job["trials"])
     models, held = {}, {}
     for command in session.commands():
         cmd, i = command["cmd"], command.get("shape")
         if cmd == "build":
             models[i] = runtime.candidate(candidate, job["seed"])
             if device == "cuda":
-                with torch.no_grad():
-                    models[i](*runtime.inputs(plan[0][0], plan[0][1]))  # Triton compiles (and autotunes) here
+                with torch.no_grad():  # Triton compiles (and autotunes) here, on inputs no check uses
+                    models[i](*runtime.inputs(job["seed"] + 1, "normal"))
                 session.clocks.sync()
             session.reply("built", {})
         elif cmd == "plan":
@@ -48,8 +47,10 @@ def serve_candidate(session: Session) -> None:
             session.reply("planned", {})
         elif cmd == "trials":
             on_device = device == "cuda" and job["memory"]["handoff_on_device"]
-            changed = run_trials(session, models[i], i, plan, handoff, on_device)
-            session.reply("outputs", {"modified_inputs": changed, "evidence": evidence.seen()})
+            plan = trial_plan(command["seed"], job["trials"])  # the seed comes with the command, not the job
+            changed, share = run_trials(session, models[i], i, plan, handoff, on_device)
+            reply = {"modified_inputs": changed, "evidence": evidence.seen(), "kernel_share": share}
+            session.reply("outputs", reply)
         elif cmd == "release":  # commands() has dropped the held outputs and emptied their pool
             session.reply("released", {})
         elif cmd == "warm":
@@ -77,10 +78,13 @@ def serve_candidate(session: Session) -> None:
             raise RuntimeError(f"unknown command {cmd!r}")
 
 
-def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: bool) -> dict:
-    """The correctness trials at shape `i`: outputs handed over per trial; the inputs each call changed in place."""
+def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: bool) -> tuple[dict, dict]:
+    """The correctness trials at shape `i`: outputs handed over per trial; the inputs each call changed in place.
+
+    Also where the last trial's call spent its device time (worker/kernel_share.py).
+    """
     runtime, device, memory = session.runtime, session.device, session.job["memory"]
-    changed = {}
+    changed, share = {}, {}
     with torch.no_grad():
         for t, (seed, dist) in enumerate(plan):
             args = runtime.inputs(seed, dist)
@@ -89,8 +93,13 @@ def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: 
                 handed = trials.copies(args)
             else:
                 handed, before = args, trials.fingerprints(args, memory["compare_chunk"])
-            output = model(*handed)
-            session.clocks.sync()  # the whole device: work left on side streams finishes before we read
+            if t == len(plan) - 1:
+                # The one profiled call: warm from the trials before (compiles, autotuning), outside every timing
+                # command, and its output is checked like theirs. It syncs as below, inside the profile.
+                output, share = kernel_share.profiled(lambda: model(*handed), device, session.clocks.sync)  # noqa: B023
+            else:
+                output = model(*handed)
+                session.clocks.sync()  # the whole device: work left on side streams finishes before we read
             integrity.check()  # before the harness reads anything the call returned or touched
             if memory["copy_inputs"]:
                 changed[t] = trials.modified(args, handed)
@@ -103,4 +112,4 @@ def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: 
             del args, output, outputs
     if device == "cuda":
         torch.cuda.empty_cache()  # the poisoned and trial blocks go back to the driver for the reference
-    return changed
+    return changed, share

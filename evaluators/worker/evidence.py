@@ -1,8 +1,10 @@
 """What the candidate's code did, not what its text says: Triton launches, extensions built or loaded.
 
 Counted in the candidate's process, so a candidate can forge the counts; what they stop is the honest mistake and
-the lazy cheat (PyTorch calling PyTorch with a decorator named `jit`, or `__global__` in a docstring), which the
-parent flags `no_custom_kernel`.
+the lazy cheat (PyTorch calling PyTorch with a decorator named `jit`, or `__global__` in a docstring). The same
+wrappers mark the candidate's launches and extension calls for the profiled call (worker/kernel_marks.py), and keep
+what kernel_share.py needs to tell its kernels from the library's: its Triton kernels' names and the operator
+namespaces its extensions registered.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import sys
 
 import torch
 
+from evaluators.worker import kernel_marks
 from evaluators.worker.on_import import when_imported
 
 _counts = {"triton_launches": 0, "extensions_built": 0}
 _modules_before: set[str] = set()
+_launched: dict[int, object] = {}  # the Triton functions it launched: a GPU trace names their kernels after them
+_namespaces: set[str] = set()  # operator namespaces that appeared while it built an extension: its own operators
+_MAX_KERNELS = 256  # a bound on what a candidate launching endless distinct kernels can make us keep
 
 
 def install() -> None:
@@ -25,28 +31,69 @@ def install() -> None:
     nothing.
     """
     _modules_before.update(sys.modules)
-    when_imported("triton.runtime.jit", lambda jit: _count_runs(jit.JITFunction))
-    when_imported("triton.runtime.interpreter", lambda interpreter: _count_runs(interpreter.InterpretedFunction))
+    when_imported("triton.runtime.jit", lambda jit: _count_runs(jit.JITFunction, grid_marked=False))
+    when_imported("triton.runtime.interpreter", _count_interpreted)
     when_imported("torch.utils.cpp_extension", _count_builds)
 
 
-def _count_runs(kind) -> None:
-    kind.run = _counting(kind.run, "triton_launches")
+def _count_interpreted(interpreter) -> None:
+    # Where the interpreter's grid loop can be marked, the launch around it is its machinery; else the whole launch
+    # stands for the kernel.
+    _count_runs(interpreter.InterpretedFunction, grid_marked=kernel_marks.mark_interpreter_grid(interpreter))
+
+
+def _count_runs(kind, grid_marked: bool) -> None:
+    run = kind.run
+
+    def counted(*args, **kwargs):
+        if args and len(_launched) < _MAX_KERNELS:
+            _launched[id(args[0])] = args[0]  # named only when asked: this runs in every timed launch
+        if kernel_marks.on and args and not kwargs.get("warmup"):
+            result = kernel_marks.run_marked(run, _kernel_name(args[0]), grid_marked, args, kwargs)
+        else:
+            result = run(*args, **kwargs)
+        _counts["triton_launches"] += 1
+        return result
+
+    counted.__wrapped__ = run
+    kind.run = counted
 
 
 def _count_builds(cpp_extension) -> None:
     for name in ("load_inline", "load"):
-        setattr(cpp_extension, name, _counting(getattr(cpp_extension, name), "extensions_built"))
+        setattr(cpp_extension, name, _building(getattr(cpp_extension, name)))
 
 
-def _counting(function, key: str):
-    def counted(*args, **kwargs):
-        result = function(*args, **kwargs)
-        _counts[key] += 1
-        return result
+def _building(function):
+    def built(*args, **kwargs):
+        before = _op_namespaces()
+        module = function(*args, **kwargs)
+        _counts["extensions_built"] += 1
+        _namespaces.update(_op_namespaces() - before)
+        return kernel_marks.extension(module)
 
-    counted.__wrapped__ = function
-    return counted
+    built.__wrapped__ = function
+    return built
+
+
+def _op_namespaces() -> set[str]:
+    try:
+        return {name.split("::")[0] for name in torch._C._dispatch_get_all_op_names()}
+    except AttributeError:  # a torch without it: the extension's operators count as the library's
+        return set()
+
+
+def _kernel_name(function) -> str:
+    return str(getattr(getattr(function, "fn", None), "__name__", "?"))[:200]
+
+
+def own() -> dict:
+    """What kernel_share.py counts as the candidate's: its Triton kernels' names, its extensions' namespaces."""
+    return {
+        "triton": frozenset(map(_kernel_name, list(_launched.values()))),
+        "namespaces": frozenset(_namespaces),
+        "extension": bool(_counts["extensions_built"] or seen()["extension_modules"]),
+    }
 
 
 def seen() -> dict:

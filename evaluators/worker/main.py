@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import buildshim, early_context, kernel_warmup
+from evaluators.worker import buildshim, early_context, kernel_warmup, startup_priority
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
 from kernels.problem import ProblemError
@@ -111,6 +111,7 @@ def main(argv: list[str]) -> None:
         command = replies.next_command()
     if command is None:
         os._exit(0)  # a spare nobody claimed
+    startup_priority.normal_again()
     job = command["job"]
     stage = "startup"
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import kernel_warmup, timing, trials
+from evaluators.worker import integrity, kernel_warmup, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
 from evaluators.worker.handoff import output_path, read_outputs
@@ -150,7 +150,7 @@ def expected_outputs(session: Session, memory: dict, models: ReferenceModels) ->
     """
     job, runtime, device = session.job, session.runtime, session.device
     kept = memory["expected_on_device"]
-    plan = trial_plan(job["seed"], job["trials"])
+    plan = trial_plan(job["trial_seed"], job["trials"])
     expected, shapes_meta, sizes = [], [], []
     for i, shape in enumerate(session.shapes):
         model = models.at(i)
@@ -190,6 +190,8 @@ def serve_reference(session: Session) -> None:
     leave the device room for both (judge/reference_pool.py).
     """
     job, runtime, device = session.job, session.runtime, session.device
+    # The same watch as the candidate's: its check, once per timing command, then costs both sides alike.
+    integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     models = ReferenceModels(session)
     facts = first_facts(session)
     session.reply("started", facts)
@@ -205,7 +207,7 @@ def serve_reference(session: Session) -> None:
         return
     expected, meta = expected_outputs(session, memory, models)
     session.reply("ready", meta)
-    plan = trial_plan(job["seed"], job["trials"])
+    seeds = [job["trial_seed"]] * len(session.shapes)  # the trials each shape's expected outputs are for
     atol, rtol = runtime.tolerance()
     atol = job["atol"] if job["atol"] is not None else atol
     rtol = job["rtol"] if job["rtol"] is not None else rtol
@@ -217,7 +219,12 @@ def serve_reference(session: Session) -> None:
         directory = Path(command.get("dir", "."))
         cmd = command["cmd"]
         if cmd == "compare":
-            items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(len(plan))]
+            if command["seed"] != seeds[shape]:
+                # A later evaluation's trials: its outputs computed as they are compared, nothing kept meanwhile.
+                plan = trial_plan(command["seed"], job["trials"])
+                expected[shape] = [_computed(session, models, shape, seed, dist) for seed, dist in plan]
+                seeds[shape] = command["seed"]
+            items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(job["trials"])]
             bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
             read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
@@ -320,8 +327,9 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
 
 
 def _rep_outputs(session: Session, model, command: dict, rep: int) -> list[torch.Tensor]:
-    """The reference's outputs on timed repetition `rep`'s inputs, redrawn from its seed."""
-    return _outputs(session, model, timing.rep_seed(command["nonce"], command["shape"], rep), "normal")
+    """The reference's outputs on timed repetition `rep`'s inputs, redrawn from its block's nonce."""
+    first, _, nonce = next(block for block in command["blocks"] if block[0] <= rep < block[0] + block[1])
+    return _outputs(session, model, timing.rep_seed(nonce, command["shape"], rep - first), "normal")
 
 
 def _outputs(session: Session, model, seed: int, dist: str) -> list[torch.Tensor]:

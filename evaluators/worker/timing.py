@@ -2,8 +2,8 @@
 
 The same routine times the reference (in its own process) and the candidate, so the parent can calibrate its own
 clock around the candidate's timing command by the reference's (judge/wall.py).
-Every timed repetition gets inputs drawn anew from a nonce the parent sent with the command (new contents, new
-allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
+Every timed repetition gets inputs drawn anew from the nonce the parent sent with its block's command (new contents,
+new allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
 replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
 repetitions the parent chose are held for its check.
 
@@ -90,7 +90,7 @@ class TimingPlan:
 
     first: int  # the first repetition's number: a shape's repetitions come in blocks, numbered throughout
     reps: int
-    nonce: int
+    nonce: int  # this block's: its repetitions' inputs follow from it
     sketch_key: int
     hold: list[int] | None  # repetitions whose outputs are copied and held; None: every one (the parent picks later)
     flush_mb: int
@@ -99,9 +99,9 @@ class TimingPlan:
     lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
 
 
-def rep_seed(nonce: int, shape: int, rep: int) -> int:
-    """The seed of repetition `rep`'s inputs: the reference redraws them from it to check the output."""
-    return (nonce * 1_000_003 + shape * 10_007 + rep) % (2**31 - 1)
+def rep_seed(nonce: int, shape: int, offset: int) -> int:
+    """The seed of the inputs of its block's repetition `offset`: the reference redraws them to check the output."""
+    return (nonce * 1_000_003 + shape * 10_007 + offset) % (2**31 - 1)
 
 
 class InputPool:
@@ -179,7 +179,7 @@ def _loop(
         began = clocks.now()
         if lead:
             clocks.hold_stream(plan.lead_ms)
-        args = pool.draw(rep_seed(plan.nonce, shape, rep))
+        args = pool.draw(rep_seed(plan.nonce, shape, i))
         if cuda:
             flush.zero_()
             clocks.record(starts[i])

@@ -16,6 +16,7 @@ from agents.models import (
     make_chat_model,
     parse_role_overrides,
 )
+from agents.transcript import TranscriptChatModel
 
 
 def ask(model, text, call_id, role="selector"):
@@ -139,3 +140,41 @@ def test_settings_per_role_overrides_and_recording(monkeypatch, tmp_path):
         parse_role_overrides(["planner=x:y"])
     with pytest.raises(ValueError, match="unknown roles"):
         ModelSettings(per_role={"planner": "x:y"})
+
+
+def test_a_replayed_call_names_its_cassette_not_the_model_the_cassette_names(tmp_path):
+    from agents.accounting import cost_of
+    from agents.retry import invoke_with_retries
+    from tests.agents.fakes import USAGE, scripted
+
+    call = {"call_id": "i1.selector", "role": "selector", "messages": [], "response": {"content": "ok"}}
+    call["response"]["usage_metadata"] = USAGE
+    authored, recorded = tmp_path / "authored.json", tmp_path / "recorded.json"
+    # A hand-authored cassette names a model too: the price table its estimated token counts are costed with.
+    authored.write_text(json.dumps({"authored_by_hand": True, "model": "google_genai:gemini-2.5-pro", "calls": [call]}))
+    header = {"authored_by_hand": False, "model": "google_genai:gemini-2.5-flash", "recorded_at": "2026-11-01"}
+    recorded.write_text(json.dumps(header | {"calls": [call]}))
+    transcript = tmp_path / "transcript.jsonl"
+    models = [
+        ModelSettings(default=f"replay:{path}", transcript_to=transcript).make("selector")
+        for path in (authored, recorded)
+    ]
+    models.append(TranscriptChatModel(inner=scripted("ok"), path=transcript))
+    accounted = [
+        invoke_with_retries(model, [HumanMessage("q")], role="selector", call_id="i1.selector")[1] for model in models
+    ]
+
+    entries = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert [(e["model"], e.get("recorded_from")) for e in entries] == [
+        (f"replay:{authored}", "authored by hand"),
+        (f"replay:{recorded}", "google_genai:gemini-2.5-flash"),
+        ("gemini-2.5-pro", None),  # a live call has nothing to add: its model answered
+    ]
+    assert [c.model for c in accounted] == [f"replay:{authored}", f"replay:{recorded}", "gemini-2.5-pro"]
+    # Replays are still priced by the cassette's model, so budgets in dollars hold on a replayed run.
+    assert [c.cost_usd for c in accounted] == [
+        pytest.approx(cost_of("gemini-2.5-pro", USAGE)),
+        pytest.approx(cost_of("gemini-2.5-flash", USAGE)),
+        pytest.approx(cost_of("gemini-2.5-pro", USAGE)),
+    ]
+    assert accounted[1].cost_usd > 0

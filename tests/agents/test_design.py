@@ -63,7 +63,7 @@ def test_avenues_prompt_carries_passages_findings_profile_and_shapes():
     found, call = avenues(model)
     prompt = model.seen[0][1][0].content
     assert "source: hopper/memory.md#coalescing" in prompt and "FINDINGS" in prompt and "PROFILE" in prompt
-    assert "M=4096 1.30x" in prompt and "exactly 2 distinct avenues" in prompt
+    assert "M=4096 1.3x" in prompt and "exactly 2 distinct avenues" in prompt
     assert found.avenues[0].citations == ["cdna3/hbm.md#vector-loads", "profile"] and call.role == "hypothesizer"
 
 
@@ -116,10 +116,20 @@ def test_both_stages_show_the_reference_beside_the_base_and_ask_what_the_differe
     first, second = model.seen[0][1][0].content, model.seen[1][1][0].content
     for prompt in (first, second):
         assert "Reference version c0004 (shape contrast with the base)" in prompt and "ref line 2" in prompt
-        assert "c0004 wins on M=16" in prompt and "M=16 1.40x" in prompt and "-> c0004 1.10x (tiles)" in prompt
+        assert "c0004 wins on M=16" in prompt and "M=16 1.4x" in prompt and "-> c0004 1.10x (tiles)" in prompt
     assert "what the difference between the base and the reference taught" in first
     assert found.lesson == "Tiles win on small rows." and "Tiles win on small rows." in second
     assert "`from_reference`" in second and [p.from_reference for p in made] == [None, "tiles"]
+
+
+def test_interpreter_speedups_reach_the_designer_with_their_significant_figures():
+    # On the CPU every speedup is a tiny interpreter ratio; two decimals wrote them all as 0.00x.
+    base = BASE.model_copy(update={"speedup": 0.0012345, "shapes": {"M=4096": 0.00131, "M=16": 0.000912}})
+    model = Flaky(outcomes=[avenue_answer()], seen=[])
+    avenues(model, base=base)
+    prompt = model.seen[0][1][0].content
+    assert "speedup 0.00123x over the PyTorch reference" in prompt
+    assert "M=4096 0.00131x, M=16 0.000912x" in prompt and "0.00x" not in prompt
 
 
 def test_without_a_reference_the_prompts_say_so_plainly():

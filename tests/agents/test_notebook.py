@@ -76,6 +76,21 @@ def test_a_candidate_set_aside_is_not_selectable_and_is_marked_for_the_agents():
     )
     assert cheat.id not in selectable_ids(archive) and archive.best().id != cheat.id
     summary = archive_summary(archive)
-    assert "Set aside, not to build on (1;" in summary and f"{cheat.id} 1972.00x claimed: speedup 1972.0x" in summary
+    assert "Set aside, not to build on (1;" in summary and f"{cheat.id} 1972x claimed: speedup 1972.0x" in summary
     assert f"Best per configuration:\n  cuda: {archive.best().id}" in summary
-    assert "1972.00x claimed, SET ASIDE" in notebook_summary(archive)
+    assert "1972x claimed, SET ASIDE" in notebook_summary(archive)
+
+
+def test_the_selector_sees_interpreter_speedups_with_their_significant_figures():
+    archive = Archive()
+    archive.add(CandidateRecord(id="c0000", source="ref", status="reference", speedup=1.0, runtime_ms=30.0))
+    shapes = [{"name": "M=4096", "speedup": 0.00131}, {"name": "M=16", "speedup": 0.000912}]
+    archive.add(
+        CandidateRecord(
+            id="c0001", parent_id="c0000", source="seed", status="seed", speedup=0.0012345, runtime_ms=24000.0,
+            eval={"shapes": shapes},
+        )
+    )  # fmt: skip
+    summary = archive_summary(archive)
+    assert "c0001 0.00123x" in summary and "shapes: M=4096 0.00131x, M=16 0.000912x" in summary
+    assert "0.00x" not in summary

@@ -13,7 +13,7 @@ VERDICTS = [
     ("good_triton", "correct", "correct", None),
     ("torch_only", "correct", "correct", "no custom kernel"),
     ("torch_fallback", "correct", "correct", "try/except with a PyTorch fallback"),
-    ("cache_across_calls", "incorrect", "trial 1 (seed 2042, uniform inputs)", None),
+    ("cache_across_calls", "incorrect", "trial 1 (seed ", None),
     ("modify_inputs", "incorrect", "modified input(s) [0] in place", None),
     ("steal_via_gc", "incorrect", "trial 0", "garbage collector"),
     ("steal_via_frames", "incorrect", "trial 0", "inspects interpreter frames"),
@@ -55,7 +55,8 @@ def test_verdict(run_cpu, name, status, message, flag):
 
 def test_mismatch_diagnostics_name_trial_error_and_place(run_cpu):
     result = run_cpu("off_by_tolerance")
-    assert "trial 0 (seed 1042, normal inputs)" in result.diagnostics
+    # The seed is the one this evaluation drew, recorded in the result: the failing trial can be redone.
+    assert f"trial 0 (seed {result.trial_seed + 1000}, normal inputs)" in result.diagnostics
     assert "worst at (" in result.diagnostics and "found" in result.diagnostics and "expected" in result.diagnostics
 
 

@@ -130,7 +130,7 @@ def test_a_batch_with_the_compile_baseline_reports_speedups_over_it(tmp_path):
     assert row["status"] == "correct" and row["speedup_vs_compile"] > 0
     summary = report(out)["summary"]
     assert summary["compile_baseline"] and summary["geomean_over_compile"] == 1
-    assert "| problem | status | speedup | vs compile |" in (out / "suite.md").read_text()
+    assert "| problem | status | speedup | 95 % band | vs compile |" in (out / "suite.md").read_text()
 
 
 def test_a_cluster_that_cannot_be_joined_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import ShapeTiming
+from evaluators.judge.timing_plan import Block, ShapeTiming
 from evaluators.judge.wall import Span
 from evaluators.run import options_from, parse_args
 
@@ -41,8 +41,10 @@ def test_without_the_flag_nothing_is_compiled(run_cpu):
 
 def _timed(compiled: dict | None) -> tuple:
     """One benchmark shape's timings as the parent saw them: 1 ms candidate, 2 ms reference, clocks that agree."""
-    candidate = ShapeTiming(3, None, 0, 0, {"times_ms": [1.0] * 3, "sketches": [[]] * 3}, Span(0.003, 3))
-    reference = ShapeTiming(3, None, 0, 0, {"times_ms": [2.0] * 3, "sketches": [[]] * 3}, Span(0.006, 3))
+    candidate = ShapeTiming(3, None, 0, {"times_ms": [1.0] * 3, "sketches": [[]] * 3}, Span(0.003, 3),
+                            [Block(0, 3, 0, 0.003)])  # fmt: skip
+    reference = ShapeTiming(3, None, 0, {"times_ms": [2.0] * 3, "sketches": [[]] * 3}, Span(0.006, 3),
+                            [Block(0, 3, 0, 0.006)])  # fmt: skip
     reference.compiled = compiled
     return candidate, reference
 

@@ -38,7 +38,10 @@ class CountingRuntime:
 def _expected(on_device: bool):
     runtime = CountingRuntime()
     session = SimpleNamespace(
-        runtime=runtime, device="cpu", job={"seed": 7, "trials": TRIALS}, shapes=load_problem(PROBLEM).shapes("cpu")
+        runtime=runtime,
+        device="cpu",
+        job={"seed": 7, "trial_seed": 8, "trials": TRIALS},
+        shapes=load_problem(PROBLEM).shapes("cpu"),
     )
     expected, meta = expected_outputs(session, {"expected_on_device": on_device}, ReferenceModels(session))
     return expected, meta, runtime

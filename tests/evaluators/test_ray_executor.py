@@ -30,7 +30,7 @@ from tests.evaluators.conftest import PROBLEM, candidate  # noqa: E402
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
-OPTIONS = EvalOptions(timing=False, timeout_s=60)
+OPTIONS = EvalOptions(trial_seed=7, timing=False, timeout_s=60)
 # The fault runners below are shipped to Ray's workers by value: the test module is not importable there.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -79,7 +79,8 @@ def test_an_evaluation_on_ray_agrees_with_the_local_one(executor, name, cache_di
     remote = executor.submit(problem, candidate(name), OPTIONS).result()
     local = evaluate(problem, candidate(name), "cpu", OPTIONS.model_copy(update={"cache_dir": cache_dir}))
     assert (remote.status, remote.message) == (local.status, local.message)
-    assert remote.suspicious == local.suspicious and remote.source_hash == local.source_hash
+    # The flags' codes: a flag's text may carry what was measured (the profiled share's microseconds).
+    assert [f.code for f in remote.flags] == [f.code for f in local.flags] and remote.source_hash == local.source_hash
     assert remote.node == socket.gethostname() and remote.gpu == "cpu"
     # A candidate that kills its own sandbox is its runtime_error, not a lost worker to retry.
     assert executor.progress().retried == 0

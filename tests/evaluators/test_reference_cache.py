@@ -13,7 +13,7 @@ from evaluators.judge import reference_pool, spares
 from evaluators.judge.evaluate import WORKER_OPTIONS
 from evaluators.judge.reference_cache import ReferenceCache
 from evaluators.judge.toolchain import toolchain_key
-from evaluators.judge.verdicts import median_and_spread
+from evaluators.judge.wall import reported_ms
 from kernels.problem import load_problem
 from tests.evaluators.conftest import CANDIDATES, PROBLEM, candidate
 
@@ -44,7 +44,7 @@ def test_a_warm_reference_is_timed_again_beside_every_candidate(tmp_path, monkey
         assert [shape for shape, _ in timed] == BENCHMARK * 2
         results = [first] * len(BENCHMARK) + [second] * len(BENCHMARK)
         for (shape, (reference, _)), result in zip(timed, results, strict=True):
-            assert result.shapes[shape].baseline_ms == pytest.approx(median_and_spread(reference.facts["times_ms"])[0])
+            assert result.shapes[shape].baseline_ms == pytest.approx(reported_ms(reference))
     finally:
         reference_pool.close_all()
 
@@ -109,7 +109,7 @@ def test_an_idle_reference_of_another_problem_ends_before_a_new_one_plans(tmp_pa
     third.write_text(PROBLEM.read_text() + "\n# a third problem's text\n")
     first = load_problem(PROBLEM)
     job = {"device": "cpu", "problem_path": str(PROBLEM), "shapes": [s.to_json() for s in first.shapes("cpu")]}
-    job |= {"cache_dir": str(tmp_path), **options.model_dump(include=WORKER_OPTIONS)}
+    job |= {"cache_dir": str(tmp_path), "trial_seed": 1, **options.model_dump(include=WORKER_OPTIONS)}
     try:
         held = reference_pool.reference_for(first, first.shapes("cpu"), "cpu", options, job)
         busy = evaluate(str(other), candidate("torch_only"), "cpu", options)  # `held` is in use: it stays

@@ -7,7 +7,7 @@ import pytest
 from evaluators import EvalOptions
 from evaluators.judge import timing_plan, verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import TIMING_BLOCKS, ShapeTiming, split, time_side_by_side
+from evaluators.judge.timing_plan import TIMING_BLOCKS, Block, ShapeTiming, split, time_side_by_side
 from evaluators.judge.verdicts import side_stream_counted
 from evaluators.judge.wall import Span, judge_timing
 
@@ -65,17 +65,22 @@ def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int
     return timings, log
 
 
+def _timed_blocks(log) -> list[tuple[str, dict]]:
+    """Both sides' timed blocks in order: timing commands less the rehearsals (a key of their own) and the one with
+    no repetition."""
+    times = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"]]
+    return [(name, c) for name, c in times if c["sketch_key"] == times[-1][1]["sketch_key"]]
+
+
 def _blocks(log, side: str) -> list[dict]:
-    """A side's timed blocks: its timing commands less the rehearsal (random nonce) and the one with no repetition."""
-    times = [c for name, c in log if name == side and c["cmd"] == "time" and c["reps"]]
-    return [c for c in times if c["nonce"] == times[-1]["nonce"]]
+    """One side's timed blocks."""
+    return [c for name, c in _timed_blocks(log) if name == side]
 
 
 def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
     """Warm-ups first, then each side's blocks in turns, numbered throughout; the replies joined in order."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True)
-    timed = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] in {
-        reference.nonce, candidate.nonce}]  # fmt: skip
+    timed = _timed_blocks(log)
     # ABBA: the first of each pair of turns alternates, so a steady drift favours neither.
     assert [name for name, _ in timed] == ["reference", "candidate", "candidate", "reference"] * (TIMING_BLOCKS // 2)
     for timing, side in ((reference, "reference"), (candidate, "candidate")):
@@ -97,14 +102,26 @@ def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
 
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_both_sides_time_the_same_inputs_under_one_sketch_key(tmp_path, cuda_lock, side_by_side):
-    """Repetition r runs on the same inputs on either side: the reference's sketch of it serves its check."""
+    """Block b runs on one nonce on either side: the reference's sketches of it serve its check."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side)
-    drawn = (candidate.nonce, candidate.sketch_key)
-    assert (reference.nonce, reference.sketch_key) == drawn
-    for side in ("reference", "candidate"):
-        assert {(c["nonce"], c["sketch_key"]) for c in _blocks(log, side)} == {drawn}
-    rehearsals = [c for _, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] != candidate.nonce]
-    assert len(rehearsals) == 2  # each side's rehearsal draws inputs no timed repetition uses
+    assert reference.sketch_key == candidate.sketch_key
+    for side, timing in (("reference", reference), ("candidate", candidate)):
+        assert [c["nonce"] for c in _blocks(log, side)] == [b.nonce for b in timing.blocks]
+        assert {c["sketch_key"] for c in _blocks(log, side)} == {timing.sketch_key}
+    assert [b.nonce for b in reference.blocks] == [b.nonce for b in candidate.blocks]
+    rehearsals = [c for _, c in log if c["cmd"] == "time" and c["reps"] and c["sketch_key"] != candidate.sketch_key]
+    assert len(rehearsals) == 2  # each side's rehearsal: inputs and a key no timed repetition uses
+    assert not {c["nonce"] for c in rehearsals} & {b.nonce for b in candidate.blocks}
+
+
+def test_each_block_has_a_nonce_of_its_own_drawn_as_it_is_sent(tmp_path, cuda_lock):
+    """No block's inputs follow from what an earlier command carried: one call cannot do later blocks' work."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True)
+    nonces = [b.nonce for b in candidate.blocks]
+    assert len(set(nonces)) == len(nonces) == TIMING_BLOCKS
+    for command in _blocks(log, "candidate"):
+        told_before = [c for n, c in log[: log.index(("candidate", command))] if n == "candidate"]
+        assert all(command["nonce"] != c.get("nonce") for c in told_before)
 
 
 def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_lock):
@@ -128,13 +145,14 @@ def test_held_repetitions_named_before_fall_in_their_blocks(tmp_path, cuda_lock)
 
 
 def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
-    """One block each; the reference's command with no repetition (`last`) ends its part before the candidate's."""
+    """Each side in blocks; the reference's command with no repetition (`last`) ends its part before the candidate's."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=False)
     names = [name for name, _ in log]
     assert names == sorted(names, key=lambda name: name == "candidate")  # every reference command first
-    assert reference.span.commands == candidate.span.commands == 1
-    (block,) = _blocks(log, "candidate")
-    assert (block["first"], block["reps"], block["last"]) == (0, candidate.reps, True)
+    assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS
+    blocks = _blocks(log, "candidate")
+    assert [(c["first"], c["reps"]) for c in blocks] == split(candidate.reps, TIMING_BLOCKS)
+    assert [c["last"] for c in blocks] == [False] * (TIMING_BLOCKS - 1) + [True]
     reference_last = [c for name, c in log if name == "reference" and c.get("last")]
     assert len(reference_last) == 1 and reference_last[0]["reps"] == 0
 
@@ -154,8 +172,8 @@ def test_both_sides_hold_the_stream_for_a_lead_set_by_the_references_launches(tm
     The candidate's own issue times (0.5 ms here) set nothing: its launches beyond the lead stay in its figure.
     """
     (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side, reference_issue_ms=0.05)
-    rehearsals = [(name, c) for name, c in log if c["cmd"] == "time" and c["nonce"] not in {
-        reference.nonce, candidate.nonce}]  # fmt: skip
+    rehearsals = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"]
+                  and c["sketch_key"] != candidate.sketch_key]  # fmt: skip
     assert [name for name, _ in rehearsals] == ["reference", "candidate"]
     assert 0 < rehearsals[0][1]["lead_ms"] < 0.01  # enough to calibrate the spin, before the lead is known
     assert rehearsals[1][1]["lead_ms"] == pytest.approx(0.21)
@@ -193,7 +211,7 @@ def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call
         facts = {"times_ms": [call_ms] * 100, "sketches": [[]] * 100}
         if issue_ms is not None:
             facts["issue_ms"] = issue_ms
-        sides.append(ShapeTiming(100, None, 0, 0, facts, Span(0.1, 100), side_stream_ms=side_ms))
+        sides.append(ShapeTiming(100, None, 0, facts, Span(0.1, 100), [Block(0, 100, 0, 0.1)], side_stream_ms=side_ms))
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
     assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
     return result.shapes[0], [f.code for f in result.flags]

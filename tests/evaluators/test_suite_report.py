@@ -40,6 +40,18 @@ def test_fast_p_and_geomean_on_a_hand_checked_table():
     assert summary["median_roofline_fraction"] is None
 
 
+def test_fast_p_over_significant_speedups_needs_the_whole_band_above_p():
+    # a: 3x, its band 2.5-3.5 (fast_1 and fast_2 significant); b: 1.5x inside noise 0.9-2.1 (neither);
+    # e: 2.0x, band 1.2-2.8 (fast_1 significant only); d: 0.5x, band 0.4-0.6 (a significant slowdown).
+    bands = {"a": (2.5, 3.5), "b": (0.9, 2.1), "e": (1.2, 2.8), "d": (0.4, 0.6), "c": (0.95, 1.05)}
+    table = [row.model_copy(update={"speedup_band": bands.get(row.key)}) for row in rows()]
+    summary = summarize(table)
+    assert (summary["fast_1"], summary["fast_2"]) == (0.3, 0.1)  # the raw figures, unchanged
+    assert (summary["fast_1_significant"], summary["fast_2_significant"]) == (0.2, 0.1)
+    assert summary["significant_changes"] == 3  # a, e and d; b and c are within noise
+    assert not SuiteRow(key="x", status="correct", speedup=3.0).fast_significantly(1)  # no band: not significant
+
+
 def test_an_empty_suite_has_no_fast_problems():
     summary = summarize([])
     assert summary["fast_0"] == 0.0 and summary["geomean_speedup"] is None
@@ -67,7 +79,7 @@ def test_report_files(tmp_path):
     markdown = path.read_text()
     assert "fast_0 60.0% (6/10), fast_1 30.0% (3/10), fast_2 10.0% (1/10)" in markdown
     assert "CPU only (test cpu)" in markdown and "![speedup distribution](speedup.svg)" in markdown
-    assert "| f | correct | 5x | - | - | - | - | beyond the plausible bound |" in markdown
+    assert "| f | correct | 5x | - | - | - | - | - | beyond the plausible bound |" in markdown
     assert "| i | not_judged |" in markdown
     report = json.loads((tmp_path / "suite.json").read_text())
     assert [r["key"] for r in report["rows"]] == list("abcdefghji")
@@ -90,4 +102,4 @@ def test_fast_1_and_geomean_over_torch_compile_on_a_hand_checked_table(tmp_path)
     path = write_suite_report(tmp_path, table, suite="s", machine_info=machine, title="T", compile_baseline=True)
     markdown = path.read_text()
     assert "- over torch.compile: fast_1 10.0%; geometric-mean speedup 1x over 3 problems" in markdown
-    assert "| a | correct | 3x | 2x |" in markdown and "| c | correct | 1x | - |" in markdown
+    assert "| a | correct | 3x | - | 2x |" in markdown and "| c | correct | 1x | - | - |" in markdown

@@ -15,7 +15,7 @@ from evaluators.worker.sketch import sketch_floor, sketch_tolerance
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.timing import Clocks, TimingPlan, rep_seed, time_reps
 
-NONCE, KEY = 1234, 5678
+NONCES, KEY = (1234, 4321), 5678  # two blocks a side, each with its nonce
 MEMORY = {"retained_on_device": False, "compare_chunk": 1 << 20}
 
 
@@ -32,16 +32,32 @@ class Reference:
         return x * 2 + 1
 
 
-def timed(call, reps: int, nonce=NONCE, first=0, hold=None) -> tuple[dict, dict]:
-    plan = TimingPlan(first, reps, nonce, KEY, hold=hold, flush_mb=1, timing_sets=2, held_device="cpu")
+def blocks(reps: int, nonces=NONCES) -> list[list[int]]:
+    """[first, reps, nonce] of each of a side's two blocks."""
+    return [[0, reps // 2, nonces[0]], [reps // 2, reps - reps // 2, nonces[1]]]
+
+
+def rep_inputs(rep: int, reps: int) -> torch.Tensor:
+    """The inputs of repetition `rep` of a side that timed `reps` in two blocks."""
+    first, _, nonce = next(b for b in blocks(reps) if b[0] <= rep < b[0] + b[1])
+    return fresh_inputs(rep_seed(nonce, 0, rep - first))[0]
+
+
+def timed_block(call, first: int, count: int, nonce: int, hold=None) -> tuple[dict, dict]:
+    plan = TimingPlan(first, count, nonce, KEY, hold=hold, flush_mb=1, timing_sets=2, held_device="cpu")
     return time_reps(lambda args: call(*args), fresh_inputs, plan, Clocks("cpu"), 0, lambda d: nullcontext())
 
 
-def reference_timing(answers: TimedAnswers, reps: int, nonce=NONCE, hold=None) -> None:
+def timed(call, reps: int) -> list:
+    """A candidate's sketches over `reps` repetitions in two blocks."""
+    return [s for first, count, nonce in blocks(reps) for s in timed_block(call, first, count, nonce)[0]["sketches"]]
+
+
+def reference_timing(answers: TimedAnswers, reps: int, nonces=NONCES, hold=None) -> None:
     """The reference's timing of `reps` repetitions in two blocks, its answers kept as its worker keeps them."""
-    for first, count in ((0, reps // 2), (reps // 2, reps - reps // 2)):
+    for first, count, nonce in blocks(reps, nonces):
         block_hold = None if hold is None else [r for r in hold if first <= r < first + count]
-        facts, held = timed(Reference(), count, nonce, first, block_hold)
+        facts, held = timed_block(Reference(), first, count, nonce, block_hold)
         command = {"shape": 0, "nonce": nonce, "sketch_key": KEY, "first": first, "hold": block_hold}
         answers.keep(command, facts, held)
 
@@ -49,7 +65,8 @@ def reference_timing(answers: TimedAnswers, reps: int, nonce=NONCE, hold=None) -
 def check(found: list, reps: int, answers: TimedAnswers, tmp_path, held=()) -> tuple[dict, int]:
     session = SimpleNamespace(runtime=SimpleNamespace(inputs=lambda seed, dist: fresh_inputs(seed)), device="cpu",
                               job={"max_result_mb": 1})  # fmt: skip
-    command = {"shape": 0, "reps": reps, "nonce": NONCE, "sketch_key": KEY, "sketches": found, "held": list(held)}
+    command = {"shape": 0, "reps": reps, "blocks": blocks(reps), "sketch_key": KEY, "sketches": found,
+               "held": list(held)}  # fmt: skip
     model = Reference()
     verdict = check_reps(session, model, command, tmp_path, (None, None), MEMORY, answers.take(command))
     assert answers.take(command) == {}  # given up to the check: the copies go with it
@@ -59,7 +76,7 @@ def check(found: list, reps: int, answers: TimedAnswers, tmp_path, held=()) -> t
 def test_the_reference_is_called_only_for_repetitions_its_timing_did_not_cover(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    found = timed(lambda x: x * 2 + 1, 6)[0]["sketches"]  # a faster candidate timed six
+    found = timed(lambda x: x * 2 + 1, 6)  # a faster candidate timed six, three a block: the third of each is new
     verdict, calls = check(found, 6, answers, tmp_path)
     assert verdict == {"sketches": [], "held": []} and calls == 2
 
@@ -67,16 +84,16 @@ def test_the_reference_is_called_only_for_repetitions_its_timing_did_not_cover(t
 def test_a_wrong_answer_on_a_repetition_the_reference_timed_is_still_caught(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
-    found[1] = timed(lambda x: x * 2 + 2, 4)[0]["sketches"][1]  # every element off by one
+    found = timed(lambda x: x * 2 + 1, 4)
+    found[1] = timed(lambda x: x * 2 + 2, 4)[1]  # every element off by one
     verdict, calls = check(found, 4, answers, tmp_path)
     assert calls == 0 and [rep for rep, _ in verdict["sketches"]] == [1]
 
 
 def test_answers_under_another_nonce_are_not_used(tmp_path):
     answers = TimedAnswers()
-    reference_timing(answers, reps=4, nonce=NONCE + 1)
-    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
+    reference_timing(answers, reps=4, nonces=(NONCES[0] + 1, NONCES[1] + 1))
+    found = timed(lambda x: x * 2 + 1, 4)
     verdict, calls = check(found, 4, answers, tmp_path)
     assert verdict["sketches"] == [] and calls == 4
 
@@ -85,7 +102,7 @@ def test_a_timing_that_held_only_some_outputs_keeps_nothing(tmp_path):
     """Large outputs: each side holds its own random few, so the reference's copies are not the check's."""
     answers = TimedAnswers()
     reference_timing(answers, reps=4, hold=[1])
-    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
+    found = timed(lambda x: x * 2 + 1, 4)
     verdict, calls = check(found, 4, answers, tmp_path)
     assert verdict["sketches"] == [] and calls == 4
 
@@ -94,8 +111,8 @@ def test_a_timing_that_held_only_some_outputs_keeps_nothing(tmp_path):
 def test_held_outputs_are_compared_with_the_references_own_copy(tmp_path, offset, wrong):
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    found = timed(lambda x: x * 2 + 1, 4)[0]["sketches"]
-    write_outputs(output_path(tmp_path, 0, "rep", 2), [fresh_inputs(rep_seed(NONCE, 0, 2))[0] * 2 + offset])
+    found = timed(lambda x: x * 2 + 1, 4)
+    write_outputs(output_path(tmp_path, 0, "rep", 2), [rep_inputs(2, 4) * 2 + offset])
     verdict, calls = check(found, 4, answers, tmp_path, held=[2])
     assert calls == 0 and (verdict["held"][0] is not None) == wrong
 
@@ -112,21 +129,21 @@ def test_only_sketches_beyond_their_floor_get_the_full_bound(tmp_path, monkeypat
     monkeypatch.setattr(reference, "sketch_tolerance", counting)
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    exact = timed(lambda x: x * 2 + 1, 6)[0]["sketches"]
+    exact = timed(lambda x: x * 2 + 1, 6)
     verdict, calls = check(exact, 6, answers, tmp_path)
     assert verdict["sketches"] == [] and calls == 2 and bounded == []
 
-    close = timed(lambda x: (x * 2 + 1) * (1 + 5e-5), 6)[0]["sketches"]  # half of rtol: honest
-    floors = [sketch_floor([fresh_inputs(rep_seed(NONCE, 0, rep))[0]], None, None)[0] for rep in range(6)]
+    close = timed(lambda x: (x * 2 + 1) * (1 + 5e-5), 6)  # half of rtol: honest
+    floors = [sketch_floor([rep_inputs(rep, 6)], None, None)[0] for rep in range(6)]
     beyond = [rep for rep in range(6) if abs(close[rep][0][1] - exact[rep][0][1]) > floors[rep]]
     assert beyond, "the scaled answers should leave some sketch beyond its floor"
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
     verdict, calls = check(close, 6, answers, tmp_path)
     assert verdict["sketches"] == [] and len(bounded) == len(beyond)
-    assert calls == 2 + sum(rep >= 4 for rep in beyond)  # repetitions 4 and 5 were not kept: computed again
+    assert calls == 2 + sum(rep in (2, 5) for rep in beyond)  # repetitions 2 and 5 were not kept: computed again
 
-    wrong = timed(lambda x: x * 2 + 1.5, 6)[0]["sketches"]
+    wrong = timed(lambda x: x * 2 + 1.5, 6)
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
     verdict, _ = check(wrong, 6, answers, tmp_path)

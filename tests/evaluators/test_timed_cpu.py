@@ -2,8 +2,8 @@
 
 import pytest
 
-from evaluators import evaluate
-from kernels.problem import ProblemError
+from evaluators import EvalOptions, evaluate
+from kernels.problem import ProblemError, load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 
 
@@ -75,3 +75,17 @@ def test_broken_problem_is_not_the_candidates_fault(cache_dir):
 def test_unknown_device_is_bad_input():
     with pytest.raises(ValueError, match="unknown device"):
         evaluate(str(PROBLEM), candidate("torch_only"), "tpu")
+
+
+def test_the_reference_judged_as_its_own_candidate_reads_one_on_the_cpu(cache_dir):
+    """Both sides measured alike: the same floor, the same harness work, one OpenMP thread each.
+
+    Before, the candidate's integrity check and the parent's floor were the candidate's alone: row_softmax's
+    reference read 0.065x of itself here (2.64 ms against 0.077 ms).
+    """
+    problem = load_problem("row_softmax")
+    result = evaluate(problem, problem.reference_as_candidate(), "cpu", EvalOptions(cache_dir=cache_dir))
+    assert result.status == "correct", result.message
+    timed = [s for s in result.shapes if s.kind == "benchmark"]
+    assert timed and all(0.5 <= s.speedup <= 2.0 for s in timed), [(s.runtime_ms, s.baseline_ms) for s in timed]
+    assert all(s.speedup_band[0] <= s.speedup <= s.speedup_band[1] for s in timed)

@@ -1,60 +1,141 @@
-"""The parent's clock around a timing command bounds what the candidate's timer may claim (judge/wall.py)."""
+"""The parent's clock around each timing block bounds the statistic a side reports (judge/wall.py)."""
+
+import math
 
 import pytest
 
 from evaluators import EvalOptions
 from evaluators.judge import verdicts
+from evaluators.judge.evaluate import _malformed_timing
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import ShapeTiming
-from evaluators.judge.wall import Span, harness_ms, parent_ms, slack_ms
+from evaluators.judge.timing_plan import Block, ShapeTiming
+from evaluators.judge.wall import Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
 
-REPS = 100
+BLOCKS, BLOCK_REPS = 10, 10
+REPS = BLOCKS * BLOCK_REPS
 HARNESS_MS = 0.2  # flush, input draws, sketches: per repetition, on both sides
-META = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
-
-
+META = {
+    "shapes": [{"roofline": {"flops": 10**9, "bytes": 10**9}, "dtype": "fp32"}],
+    "device_name": "NVIDIA H100 80GB HBM3",
+}
 FIXED_S = 0.002  # the pipe, the flush buffer, the last sync
 
 
-def timing(claimed_ms: float, real_ms: float) -> ShapeTiming:
-    """A shape timed with REPS repetitions whose timer says `claimed_ms` while the work took `real_ms`."""
-    span = Span(FIXED_S + REPS * (real_ms + HARNESS_MS) * 1e-3, REPS)
-    shape = ShapeTiming(REPS, None, 0, 0, {"times_ms": [claimed_ms] * REPS, "sketches": []}, span)
+def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
+    """A shape timed in BLOCKS blocks whose timer says `claimed` (per repetition) while the work took `real`.
+
+    `real` is the work per call of each block (or one figure for all): what the parent's clock sees.
+    """
+    real = [real] * BLOCKS if isinstance(real, (int, float)) else real
+    blocks = [Block(b * BLOCK_REPS, BLOCK_REPS, b, FIXED_S + BLOCK_REPS * (real[b] + HARNESS_MS) * 1e-3)
+              for b in range(BLOCKS)]  # fmt: skip
+    shape = ShapeTiming(REPS, None, 0, {"times_ms": list(claimed), "sketches": []}, blocks=blocks)
+    shape.span = Span(sum(b.seconds for b in blocks), REPS, BLOCKS)
     shape.fixed_s = FIXED_S
     return shape
 
 
-def judged(candidate: ShapeTiming, device: str = "cuda") -> EvalResult:
+def honest(ms: float) -> ShapeTiming:
+    return timing([ms] * REPS, ms)
+
+
+def judged(candidate: ShapeTiming, device: str = "cuda", reference: ShapeTiming | None = None) -> EvalResult:
     result = EvalResult(status="correct", device=device)
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
     ok = verdicts.apply_shape_timing(
-        result, 0, candidate, timing(1.0, 1.0), [], {"sketches": [], "held": []}, META, EvalOptions()
+        result, 0, candidate, reference or honest(1.0), [], {"sketches": [], "held": []}, META, EvalOptions()
     )
     assert ok
     return result
 
 
 def test_the_calibration_recovers_the_real_time_and_the_harness():
-    reference = timing(1.0, 1.0)
-    harness = harness_ms(reference.span, FIXED_S, reference.facts["times_ms"])
+    reference = honest(1.0)
+    harness = harness_ms(reference)
     assert harness == pytest.approx(HARNESS_MS)
-    assert parent_ms(timing(0.01, 0.5).span, FIXED_S, harness) == pytest.approx(0.5)
+    assert parent_ms(timing([0.01] * REPS, 0.5).span, FIXED_S, harness) == pytest.approx(0.5)
 
 
-def test_an_honest_timer_within_the_noise_keeps_its_median_and_no_flag():
-    result = judged(timing(0.5, 0.5 + 0.5 * slack_ms(0.5, HARNESS_MS, REPS)))
+def test_an_honest_timer_within_the_noise_keeps_its_figure_and_no_flag():
+    result = judged(timing([0.5] * REPS, 0.5 + 0.5 * slack_ms(0.5, HARNESS_MS, REPS)))
     assert result.shapes[0].runtime_ms == pytest.approx(0.5)
     assert not result.flags
 
 
 def test_a_timer_that_claims_less_than_the_parent_saw_is_disputed_and_the_parents_figure_used():
-    result = judged(timing(0.05, 0.5))
+    result = judged(timing([0.05] * REPS, 0.5))
     assert result.shapes[0].runtime_ms == pytest.approx(0.5)
     assert [f.code for f in result.flags] == ["timing_disputed"]
     assert result.flags[0].severity == "hard"
 
 
 def test_on_the_cpu_the_parents_figure_is_a_floor_without_a_flag():
-    result = judged(timing(0.05, 0.5), device="cpu")
+    result = judged(timing([0.05] * REPS, 0.5), device="cpu")
     assert result.shapes[0].runtime_ms == pytest.approx(0.5)
     assert not result.flags
+
+
+def test_forging_most_repetitions_of_every_block_while_keeping_the_mean_gains_nothing():
+    # Case (a): seven repetitions of ten claim almost nothing, the other three the rest; every block's mean is
+    # honest, so the reported figure is the real one and the parent has nothing to dispute. The median of the
+    # repetitions would have read 0.01 ms: a 100x "speedup".
+    block = [0.01] * 7 + [(BLOCK_REPS - 0.07) / 3] * 3
+    candidate = timing(block * BLOCKS, 1.0)
+    assert reported_ms(candidate) == pytest.approx(1.0, rel=0.05)
+    result = judged(candidate)
+    assert result.shapes[0].speedup == pytest.approx(1.0, rel=0.05)
+
+
+def test_one_call_doing_the_whole_blocks_work_reads_the_blocks_mean():
+    # Case (b), "super-batching": the first call of each block computes every answer of the block, the others
+    # return them. Its times are honest, and so is the figure: the block's mean, not the fast calls' median.
+    claimed = [BLOCK_REPS * 1.0 if r % BLOCK_REPS == 0 else 0.001 for r in range(REPS)]
+    result = judged(timing(claimed, 1.0))
+    assert result.shapes[0].runtime_ms == pytest.approx(1.0, rel=0.01)
+    assert not result.flags
+
+
+def test_forging_whole_blocks_moves_the_figure_no_further_than_the_allowance():
+    # Four blocks of ten claim nothing: the median of the blocks moves off the honest ones by at most the noise
+    # the parent allows, and forging the majority is disputed.
+    few = timing([0.0] * 40 + [1.0] * 60, 1.0)
+    verdict = judge_timing(few, honest(1.0))
+    assert reported_ms(few) >= verdict.parent_ms - verdict.slack_ms
+    many = judged(timing([0.0] * 60 + [1.0] * 40, 1.0))
+    assert "timing_disputed" in [f.code for f in many.flags]
+    assert many.shapes[0].runtime_ms == pytest.approx(1.0)
+
+
+def test_the_reference_judged_by_the_same_rule_is_never_disputed_by_its_own_calibration():
+    # One slow command of three (the CPU's pipe): calibrated by a mean, the median of the reference's own figures
+    # read 0.77 ms against its 0.1 ms, and its floor raised the baseline fivefold.
+    reference = timing([0.1] * REPS, [0.8] * 3 + [2.8] * 7)
+    verdict = judge_timing(reference, reference)
+    assert verdict.parent_ms == pytest.approx(reported_ms(reference)) and not verdict.disputed
+    result = judged(honest(1.0), reference=reference)
+    assert result.shapes[0].baseline_ms == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+@pytest.mark.parametrize("real", [0.0, 1e-9, 0.5])
+def test_a_time_of_zero_ends_in_a_verdict_with_finite_figures(device, real):
+    result = judged(timing([0.0] * REPS, real), device=device)
+    shape = result.shapes[0]
+    assert shape.runtime_ms >= verdicts.RESOLUTION_MS
+    assert math.isfinite(shape.speedup) and math.isfinite(shape.roofline.achieved_tflops)
+    verdicts.summarize(result, EvalOptions())
+    assert result.status == "correct" and math.isfinite(result.speedup)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), -float("inf"), 1e300, True, "1.0", None])
+def test_a_time_that_is_not_a_duration_is_a_malformed_reply(bad):
+    candidate = honest(1.0)
+    candidate.facts["times_ms"][7] = bad
+    candidate.facts["sketches"] = [0] * REPS
+    assert "not a finite, non-negative number" in _malformed_timing(candidate)
+
+
+def test_the_largest_duration_a_reply_may_carry_still_gives_a_finite_verdict():
+    result = judged(timing([verdicts.LONGEST_MS] * REPS, 1.0))
+    verdicts.summarize(result, EvalOptions())
+    assert result.status == "correct" and 0 < result.speedup < 1e-6

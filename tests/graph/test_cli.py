@@ -1,12 +1,21 @@
 """The CLI's contract for bad input: one line on stderr and exit status 2, before any work starts."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from graph import run
 
-from .conftest import CASSETTES
+from .conftest import CASSETTES, ROOT
+
+# What --help must not wait for (about a second on a small machine): LangChain and LangGraph, rich, the torch
+# stack, and the evaluators beyond what a flag's check needs.
+HEAVY_AT_HELP = (
+    "langchain_core", "langgraph", "langsmith", "rich", "torch", "triton", "evaluators.executors", "evaluators.judge",
+    "evaluators.suites", "graph.lab",
+)  # fmt: skip
 
 
 def _usage_error(capsys, *args):
@@ -67,6 +76,19 @@ def test_help_lists_the_flags(capsys):
     assert exit_info.value.code == 0
     for flag in ("--resume", "--record-cassette", "--max-concurrency", "--max-dollars", "--retrieval", "--target"):
         assert flag in out
+
+
+@pytest.mark.parametrize("module", ["graph.run", "graph.batch"])
+def test_help_answers_before_the_heavy_modules_load(module):
+    # A fresh interpreter: this one has loaded everything already.
+    script = (
+        "import importlib, json, sys\n"
+        f"try:\n    importlib.import_module({module!r}).main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"heavy = {HEAVY_AT_HELP!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "--help" in done.stdout and json.loads(done.stdout.splitlines()[-1]) == []
 
 
 def test_a_provider_whose_package_is_missing_is_refused_before_any_work(capsys, monkeypatch):

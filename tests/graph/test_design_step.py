@@ -48,7 +48,15 @@ def test_the_target_puts_its_own_documents_in_front_of_the_designer(tmp_path, ta
     assert sum(folder in line for line in passages) > sum(other in line for line in passages)
     summary = read_summary(run_dir)
     assert summary["target"]["name"] == target
-    assert f"(`{target}`;" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert f"(`{target}`;" in report
+    # The demo's answers were written by hand: every call, and the report, name the cassette, never the model
+    # its header names to price the token counts.
+    entries = [entry for entries in calls.values() for entry in entries]
+    assert {(e["model"], e["recorded_from"]) for e in entries} == {(f"replay:{DEMO_CASSETTE}", "authored by hand")}
+    assert f"- model: `replay:{DEMO_CASSETTE}`\n" in report
+    assert f"replayed from {DEMO_CASSETTE.name}, a cassette authored by hand" in report
+    assert summary["cost_usd"] > 0  # priced by the cassette's price table all the same
 
 
 def malformed(clean: dict) -> dict:

@@ -130,6 +130,20 @@ def test_report_says_where_replayed_answers_came_from(tmp_path):
     assert "no longer readable" in replay_note(f"replay:{tmp_path / 'gone.json'}")
 
 
+def test_a_role_that_replays_a_cassette_is_never_reported_as_answered_by_the_live_model(tmp_path):
+    _archive(tmp_path)
+    cassette = tmp_path / "selector.json"
+    cassette.write_text(json.dumps({"authored_by_hand": True, "model": "google_genai:gemini-2.5-pro", "calls": []}))
+    ctx = RunContext(model="google_genai:gemini-2.5-pro", role_models={"selector": f"replay:{cassette}"})
+    write_report(tmp_path, {"problem": "p", "device": "cpu", "iteration": 1}, ctx)
+    report = (tmp_path / "report.md").read_text()
+    assert (
+        f"- model: `replay:{cassette}` (selector); `google_genai:gemini-2.5-pro` (hypothesizer, implementer, debugger)"
+        in report
+    )
+    assert "- note: the selector LLM answers replayed from selector.json, a cassette authored by hand" in report
+
+
 def test_the_headline_gives_the_speedup_over_torch_compile_when_it_was_measured(tmp_path):
     archive = _archive(tmp_path)
     archive.add(

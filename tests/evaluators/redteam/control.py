@@ -1,4 +1,4 @@
-"""Control: an honest candidate that does its work slowly (20 ms per call) and launches a Triton kernel.
+"""Control: an honest candidate that does its work slowly (20 ms per call), all of it in Triton kernels of its own.
 
 Each attack in attacks/ is this file with the attack appended: the two differ only in the attack.
 """
@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import globaltimer
 
 WORK_S = 0.02
 
@@ -29,10 +30,20 @@ def scale_shift(x, weight):
     return out
 
 
+@triton.jit
+def _spin(flag_ptr, ns):
+    # A kernel of the candidate's own that runs for `ns` nanoseconds of the device's clock: the control's slow work
+    # must be its own kernels' time, or the device-time share would rightly call it no custom kernel.
+    start = globaltimer()
+    while globaltimer() - start < ns:
+        pass
+    tl.store(flag_ptr, 1)
+
+
 def slow_work():
-    """Stands for a slow kernel: host time on the CPU, device time (a spin) on a GPU."""
+    """Stands for a slow kernel: host time on the CPU, device time (a spin of its own kernel) on a GPU."""
     if torch.cuda.is_available():
-        torch.cuda._sleep(int(WORK_S * 1.4e9))  # about 20 ms at the H100's clock
+        _spin[(1,)](torch.empty(1, dtype=torch.int32, device="cuda"), int(WORK_S * 1e9))
     else:
         time.sleep(WORK_S)
 

