@@ -31,7 +31,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (GPU N; both workers run there)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line of stdout")
     parser.add_argument("--trials", type=int, default=3, help="correctness trials (at least 3)")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=int, default=42, help="the parameters' seed (both sides build from it)")
+    parser.add_argument(
+        "--trial-seed", type=int, help="the trials' seed, to redo an evaluation (default: drawn afresh, in the result)"
+    )
     parser.add_argument("--timeout", type=float, help="seconds allowed for each stage (build included)")
     parser.add_argument("--no-timing", action="store_true", help="check correctness only")
     parser.add_argument("--max-speedup", type=float, default=10.0, help="flag speedups beyond this")
@@ -59,6 +62,7 @@ def options_from(args: argparse.Namespace) -> EvalOptions:
     from evaluators.judge.options import EvalOptions
 
     fields = {"trials": args.trials, "seed": args.seed, "timing": not args.no_timing, "max_speedup": args.max_speedup}
+    fields |= {"trial_seed": args.trial_seed}
     fields |= {"compile_baseline": args.compile_baseline, "reference_cache": not args.no_cache}
     return EvalOptions(**fields, **process_fields(args))
 
