@@ -159,14 +159,13 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
     cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
     ask({"cmd": "plan", "memory": memory, "handoff_dir": str(handoff)}, "planned", "build")
     plan = trial_plan(result.trial_seed, options.trials)
-    evidence, shares = {}, []
+    shares = []
     for i, shape in enumerate(shapes):
         if i:
             ask({"cmd": "build", "shape": i}, "built", "build")
         outputs = ask({"cmd": "trials", "shape": i, "seed": result.trial_seed}, "outputs", "correctness")
         if not isinstance(outputs.meta.get("modified_inputs"), dict):
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
-        evidence = outputs.meta.get("evidence") or {}
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
         ask.contended_by_oom = False  # the reference is done: from here the plan's room is the candidate's
@@ -178,7 +177,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
         ):
             return result
-    verdicts.judge_evidence(result, evidence, shares)
+    verdicts.judge_evidence(result, shares)
     if not options.timing:
         return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
     timing_started = time.perf_counter()

@@ -11,7 +11,7 @@ from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.roofline import device_peaks, roofline_report
 from evaluators.judge.toolchain import device_kind
-from kernels.problem import ProblemError, Shape
+from kernels.problem import Shape
 
 
 def finish(result: EvalResult, status: str, message: str, diagnostics: str) -> EvalResult:
@@ -30,14 +30,22 @@ def from_failure(result: EvalResult, failure: WorkerFailure, stage_seconds: dict
     return finish(result, status, f"{status}: {failure.message}", _with_output("", failure.output))
 
 
+# What the candidate's worker may report of an exception. Its process is untrusted: a report is a verdict of these
+# kinds and nothing else. A problem_error from the candidate's process is its runtime_error: the problem's own code
+# fails in the reference's process too, which is where it is blamed on the problem.
+REPORTED_KINDS = {"compile_error", "runtime_error"}
+
+
 def from_error(result: EvalResult, report: dict, output: str) -> EvalResult:
-    """An exception the worker caught and reported."""
-    if report["kind"] == "problem_error":
-        raise ProblemError(report["message"].splitlines()[0])
-    prefix = "unsupported on this device" if report.get("unsupported") else report["kind"]
-    where = f" at shape {report['shape']}" if report.get("shape") else ""
+    """An exception the candidate's worker caught and reported; a malformed report is itself a runtime_error."""
+    fields = ("kind", "stage", "message", "traceback")
+    if not (isinstance(report, dict) and all(isinstance(report.get(f), str) for f in fields)):
+        return finish(result, "runtime_error", "runtime_error: the candidate process sent a malformed error report", "")
+    kind = report["kind"] if report["kind"] in REPORTED_KINDS else "runtime_error"
+    prefix = "unsupported on this device" if report.get("unsupported") is True else kind
+    where = f" at shape {report['shape']}" if isinstance(report.get("shape"), str) and report["shape"] else ""
     message = f"{prefix} in {report['stage']}{where}: {report['message']}"
-    return finish(result, report["kind"], message, _with_output(report["traceback"], output))
+    return finish(result, kind, message, _with_output(report["traceback"], output))
 
 
 def check_shape(result: EvalResult, shape: Shape, outputs, checked, plan, dist_supported: bool, output: str) -> bool:
@@ -73,13 +81,14 @@ def _fail_shape(result: EvalResult, shape_result: ShapeResult, message: str, dia
 OWN_SHARE_MIN = 0.01
 
 
-def judge_evidence(result: EvalResult, evidence: dict, shares: list | None = None) -> None:
+def judge_evidence(result: EvalResult, shares: list | None = None) -> None:
     """`no_custom_kernel` when the candidate's own kernels did under OWN_SHARE_MIN of a profiled call's time.
 
     `shares`: the candidate worker's kernel_share reply per shape, in the order of `result.shapes`. The least share
     over the benchmark shapes (the timed ones, whose speedup is reported; a test shape may fall back to PyTorch at
-    an awkward size) is `own_kernel_share` and decides. Where no shape's time could be measured (no profiler, no
-    device work), the counts decide: no Triton launch and no extension built or loaded.
+    an awkward size) is `own_kernel_share` and decides. Where no shape's time could be measured, the flag stands:
+    the profile is made in the candidate's process, which can spoil it (rename the marks it is read by), and the
+    launch counts it would fall back on are plain data there too (a red-team helper cleared the flag both ways).
     """
     shares = shares or []
     measured = []
@@ -108,13 +117,11 @@ def judge_evidence(result: EvalResult, evidence: dict, shares: list | None = Non
                 + (f"; the most went to {most[:120]}" if most else ""),
             )
         return
-    launched = evidence.get("triton_launches") or 0
-    built = (evidence.get("extensions_built") or 0) + len(evidence.get("extension_modules") or [])
-    if not launched and not built:
-        result.flag(
-            "no_custom_kernel",
-            "no custom kernel: its calls launched no Triton kernel and built or loaded no C++/CUDA/HIP extension",
-        )
+    result.flag(
+        "no_custom_kernel",
+        "no custom kernel: no profiled call's time could be split between its own kernels and the library's (no "
+        "device work, or a profile that could not be read), so nothing shows that it did the work itself",
+    )
 
 
 def _is_share(value) -> bool:

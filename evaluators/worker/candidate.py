@@ -49,7 +49,7 @@ def serve_candidate(session: Session) -> None:
             on_device = device == "cuda" and job["memory"]["handoff_on_device"]
             plan = trial_plan(command["seed"], job["trials"])  # the seed comes with the command, not the job
             changed, share = run_trials(session, models[i], i, plan, handoff, on_device)
-            reply = {"modified_inputs": changed, "evidence": evidence.seen(), "kernel_share": share}
+            reply = {"modified_inputs": changed, "kernel_share": share}
             session.reply("outputs", reply)
         elif cmd == "release":  # commands() has dropped the held outputs and emptied their pool
             session.reply("released", {})

@@ -71,6 +71,10 @@ EXPECTED = {
     "forge_stage_marks": ("runtime_error", "the candidate process sent"),
     "flood_channel": ("runtime_error", "over the 1048576-byte limit"),
     "jit_named_decorator": ("correct", "no custom kernel"),
+    "forged_error_report": ("runtime_error", "runtime_error in correctness"),  # a report's kind is never a verdict
+    "blames_the_problem": ("runtime_error", "ProblemError"),  # the candidate's, not the problem's
+    "sketch_out_of_range": ("incorrect", "a malformed sketch"),
+    "spoil_kernel_profile": ("correct", "no custom kernel"),  # no measured share is no evidence
     # Its own kernels did none of the device time. On the CPU the sleep standing for the work is nobody's kernel time,
     # so the interpreter's split is between a do-nothing program and two small operators: checked on CUDA only.
     "noop_triton_launch": ("correct", ("no custom kernel", "cuda")),
