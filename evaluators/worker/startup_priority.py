@@ -1,4 +1,4 @@
-"""A spare starts on idle CPU time only, so it never slows a timing on the host's cores; its job runs normally.
+"""A CPU spare starts on idle CPU time only, so it never slows a timing on the host's cores; its job runs normally.
 
 A spare imports torch (seconds of one core) while other evaluations run, and on a two-core machine that import ran
 beside the interpreter's timed calls. SCHED_IDLE runs it only where a core would otherwise idle; the job puts every
