@@ -50,22 +50,19 @@ def replicates(reference: list[list[float]], candidate: list[list[float]], rng: 
     return out
 
 
-def band(ratios: list[float], scale: float = 1.0) -> tuple[float, float]:
-    """The central LEVEL of `ratios`, times `scale` (the reported figure over the ratio of the medians)."""
+def band(ratios: list[float]) -> tuple[float, float]:
+    """The central LEVEL of `ratios`."""
     ordered = sorted(ratios)
     tail = (1 - LEVEL) / 2
-    low = ordered[int(math.floor(tail * (len(ordered) - 1)))]
-    high = ordered[int(math.ceil((1 - tail) * (len(ordered) - 1)))]
-    return low * scale, high * scale
+    return ordered[int(math.floor(tail * (len(ordered) - 1)))], ordered[int(math.ceil((1 - tail) * (len(ordered) - 1)))]
 
 
-def t_replicates(reference: list[list[float]], candidate: list[list[float]], rng: random.Random) -> list[float]:
+def t_replicates(logs: list[float], rng: random.Random) -> list[float]:
     """REPLICATES ratios drawn from Student's t over the paired blocks' log ratios: for a few one-repetition blocks.
 
     A bootstrap of three values cannot see how far a fourth could fall (the CPU times one repetition a block, three
     a side): the t distribution with n - 1 degrees of freedom is what so few paired differences honestly allow.
     """
-    logs = [math.log(statistics.fmean(r) / statistics.fmean(c)) for r, c in zip(reference, candidate, strict=False)]
     n = len(logs)
     centre, error = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(n)
     draws = []
@@ -86,9 +83,8 @@ def shape_band(reference: list[list[float]], candidate: list[list[float]], speed
     if pairs < 2:
         return None, []
     if pairs < BLOCKS_ALONE and max(map(len, reference + candidate)) == 1:
-        ratios = t_replicates(reference, candidate, rng)
         logs = [math.log(statistics.fmean(r) / statistics.fmean(c)) for r, c in zip(reference, candidate, strict=False)]
-        point = math.exp(statistics.fmean(logs))
+        ratios, point = t_replicates(logs, rng), math.exp(statistics.fmean(logs))
     else:
         ratios = replicates(reference, candidate, rng)
         point = statistics.median(map(statistics.fmean, reference)) / statistics.median(

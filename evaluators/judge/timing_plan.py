@@ -138,8 +138,6 @@ class Side:
         self.seed = secrets.randbits(30)
         self.warm = 0
         self.timing: ShapeTiming | None = None
-        self.seconds = 0.0
-        self.commands = 0
         self.lead_ms = 0.0
 
     def warm_up(self) -> None:
@@ -197,13 +195,11 @@ class Side:
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
         self.timing.blocks.append(Block(first, reps, nonce, reply.span))
-        self.seconds += reply.span
-        self.commands += 1
 
     def finish(self, reference: bool) -> ShapeTiming:
         """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""
         timing = self.timing
-        timing.span = Span(self.seconds, timing.reps, self.commands)
+        timing.span = Span(sum(block.seconds for block in timing.blocks), timing.reps, len(timing.blocks))
         if reference:
             timing.fixed_s = self.call(self.command(0, 0, True, secrets.randbits(30)) | {"hold": []}, "timing").span
         if device_kind(self.device) == "cuda":

@@ -167,7 +167,8 @@ def apply_shape_timing(
         )
     runtime = max(runtime, floor_ms(clock), RESOLUTION_MS)
     issued = issue_median(timing.facts.get("issue_ms"), timing.reps)
-    if device == "cuda" and issued is not None and issued > runtime:
+    host_bound = issued is not None and issued > runtime
+    if device == "cuda" and host_bound:
         result.flag(
             "host_bound",
             f"shape {shape_result.name}: each call takes {issued:.3g} ms to issue on the host, longer than the "
@@ -180,7 +181,6 @@ def apply_shape_timing(
     shape_result.speedup_band, shape_result._band_draws = bands.shape_band(
         band_series(reference, reference_clock), band_series(timing, clock), shape_result.speedup
     )
-    host_bound = issued is not None and issued > runtime
     reference_issued = issue_median(reference.facts.get("issue_ms"), reference.reps)
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)

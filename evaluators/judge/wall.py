@@ -60,17 +60,8 @@ def slack_ms(parent: float, harness: float, reps: int) -> float:
     return CALL_SLACK * max(parent, 0.0) + HARNESS_SLACK * harness + JITTER_MS / reps
 
 
-def block_means(times_ms: list[float], blocks) -> list[float]:
-    """Each block's mean milliseconds per call, from the times joined block after block."""
-    means, at = [], 0
-    for block in blocks:
-        means.append(statistics.fmean(times_ms[at : at + block.reps]))
-        at += block.reps
-    return means
-
-
 def block_times(side) -> list[list[float]]:
-    """A side's own times, block by block."""
+    """A side's own times, block by block (they are joined block after block)."""
     times, at, out = side.facts["times_ms"], 0, []
     for block in side.blocks:
         out.append(times[at : at + block.reps])
@@ -80,7 +71,7 @@ def block_times(side) -> list[list[float]]:
 
 def reported_ms(side) -> float:
     """The figure a side's timing reports (judge/timing_plan.ShapeTiming): the median of its block means."""
-    return statistics.median(block_means(side.facts["times_ms"], side.blocks))
+    return statistics.median(map(statistics.fmean, block_times(side)))
 
 
 @dataclass

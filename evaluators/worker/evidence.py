@@ -1,10 +1,9 @@
 """What the candidate's code did, not what its text says: Triton launches, extensions built or loaded.
 
-Counted in the candidate's process, so a candidate can forge the counts; what they stop is the honest mistake and
-the lazy cheat (PyTorch calling PyTorch with a decorator named `jit`, or `__global__` in a docstring). The same
-wrappers mark the candidate's launches and extension calls for the profiled call (worker/kernel_marks.py), and keep
-what kernel_share.py needs to tell its kernels from the library's: its Triton kernels' names and the operator
-namespaces its extensions registered.
+The wrappers mark the candidate's launches and extension calls for the profiled call (worker/kernel_marks.py), and
+keep what kernel_share.py needs to tell its kernels from the library's: its Triton kernels' names, whether it built
+or loaded an extension, and the operator namespaces its extensions registered. All of it is data in the candidate's
+process; the judge decides by the profiled share, and a share that could not be measured is no evidence at all.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import torch
 from evaluators.worker import kernel_marks
 from evaluators.worker.on_import import when_imported
 
-_counts = {"triton_launches": 0, "extensions_built": 0}
+_counts = {"extensions_built": 0}
 _modules_before: set[str] = set()
 _launched: dict[int, object] = {}  # the Triton functions it launched: a GPU trace names their kernels after them
 _namespaces: set[str] = set()  # operator namespaces that appeared while it built an extension: its own operators
@@ -25,41 +24,38 @@ _MAX_KERNELS = 256  # a bound on what a candidate launching endless distinct ker
 
 
 def install() -> None:
-    """Count launches of Triton kernels (compiled and interpreted) and builds of C++/CUDA/HIP extensions.
+    """Wrap launches of Triton kernels (compiled and interpreted) and builds of C++/CUDA/HIP extensions.
 
     Each module is wrapped as it is imported (at once if it already is): one the candidate never imports costs
     nothing.
     """
     _modules_before.update(sys.modules)
-    when_imported("triton.runtime.jit", lambda jit: _count_runs(jit.JITFunction, grid_marked=False))
-    when_imported("triton.runtime.interpreter", _count_interpreted)
-    when_imported("torch.utils.cpp_extension", _count_builds)
+    when_imported("triton.runtime.jit", lambda jit: _wrap_runs(jit.JITFunction, grid_marked=False))
+    when_imported("triton.runtime.interpreter", _wrap_interpreted)
+    when_imported("torch.utils.cpp_extension", _wrap_builds)
 
 
-def _count_interpreted(interpreter) -> None:
+def _wrap_interpreted(interpreter) -> None:
     # Where the interpreter's grid loop can be marked, the launch around it is its machinery; else the whole launch
     # stands for the kernel.
-    _count_runs(interpreter.InterpretedFunction, grid_marked=kernel_marks.mark_interpreter_grid(interpreter))
+    _wrap_runs(interpreter.InterpretedFunction, grid_marked=kernel_marks.mark_interpreter_grid(interpreter))
 
 
-def _count_runs(kind, grid_marked: bool) -> None:
+def _wrap_runs(kind, grid_marked: bool) -> None:
     run = kind.run
 
-    def counted(*args, **kwargs):
+    def marked(*args, **kwargs):
         if args and len(_launched) < _MAX_KERNELS:
             _launched[id(args[0])] = args[0]  # named only when asked: this runs in every timed launch
         if kernel_marks.on and args and not kwargs.get("warmup"):
-            result = kernel_marks.run_marked(run, _kernel_name(args[0]), grid_marked, args, kwargs)
-        else:
-            result = run(*args, **kwargs)
-        _counts["triton_launches"] += 1
-        return result
+            return kernel_marks.run_marked(run, _kernel_name(args[0]), grid_marked, args, kwargs)
+        return run(*args, **kwargs)
 
-    counted.__wrapped__ = run
-    kind.run = counted
+    marked.__wrapped__ = run
+    kind.run = marked
 
 
-def _count_builds(cpp_extension) -> None:
+def _wrap_builds(cpp_extension) -> None:
     for name in ("load_inline", "load"):
         setattr(cpp_extension, name, _building(getattr(cpp_extension, name)))
 
@@ -92,12 +88,12 @@ def own() -> dict:
     return {
         "triton": frozenset(map(_kernel_name, list(_launched.values()))),
         "namespaces": frozenset(_namespaces),
-        "extension": bool(_counts["extensions_built"] or seen()["extension_modules"]),
+        "extension": bool(_counts["extensions_built"] or _loaded_extensions()),
     }
 
 
-def seen() -> dict:
-    """The counts so far, and compiled modules loaded since install() from outside Python's and torch's directories.
+def _loaded_extensions() -> list[str]:
+    """Compiled modules loaded since install() from outside Python's and torch's directories.
 
     Libraries installed beside torch (Triton's own compiled modules, imported only once the candidate uses it)
     are not the candidate's.
@@ -111,4 +107,4 @@ def seen() -> dict:
             continue
         if not os.path.realpath(path).startswith(system):
             loaded.append(name)
-    return _counts | {"extension_modules": sorted(loaded)}
+    return sorted(loaded)
