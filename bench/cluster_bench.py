@@ -1,20 +1,24 @@
 """Throughput of evaluate-only batches: this host's executor against a local Ray cluster, on 1 GPU and on N.
 
-    python bench/cluster_bench.py [--problems NAME|FILE|DIR ...] [--repeat K] [--gpus N] [--device cuda|cpu]
-                                  [--modes local-1,ray-1,local-N,ray-N] [--out DIR]
+    python bench/cluster_bench.py [--problems NAME|FILE|DIR ...] [--limit K] [--repeat K] [--gpus N]
+                                  [--device cuda|cpu] [--modes local-1,ray-1,local-N,ray-N] [--out DIR]
 
 Each problem is judged with its own reference as the candidate (`ModelNew = Model`, flagged no custom
 kernel), so every evaluation is a real check and timing that must come out correct. A DIR argument takes every
-`*.py` in it (a folder of KernelBench files). Per mode it prints the batch's wall time, throughput, speed-up
-over local-1, the mean time inside evaluate(), and the executor's overhead per task: wall time beyond
-evaluate() on one slot, and the difference to the local path on as many slots. A warm-up evaluation per mode
-(Ray's worker start, the first build) is timed apart. Writes cluster_bench.json to --out.
+`*.py` in it (a folder of KernelBench files), the first K with --limit. Every mode starts from an empty cache
+directory of its own, as a first run does. Per mode it prints the batch's wall time, throughput, speed-up
+over local-1, the scaling efficiency (speed-up over the same executor on one slot, per slot), the mean time
+inside evaluate(), and the executor's overhead per task: wall time beyond evaluate() on one slot, and the
+difference to the local path on as many slots. A warm-up (one evaluation on every slot at once: Ray's workers,
+the first context on each GPU) is timed apart. Verdicts (status and flag codes) are compared job by job across
+modes; any difference is listed. Writes cluster_bench.json to --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import socket
 import sys
@@ -54,12 +58,15 @@ def open_mode(mode: str, device: str) -> tuple[Executor, object]:
     return make_executor("ray", device), ray
 
 
-def run_mode(mode: str, device: str, jobs: list[tuple[Problem, str]]) -> dict:
-    """Warm up, then judge every job at once; the mode's timings and outcomes."""
+def run_mode(mode: str, device: str, jobs: list[tuple[Problem, str]], cache: Path) -> dict:
+    """Warm up every slot, then judge every job at once; the mode's timings and outcomes."""
+    os.environ["KS_CACHE_DIR"] = str(cache)  # read by the local path's options and by Ray's workers, started below
     opened = time.perf_counter()
     executor, ray = open_mode(mode, device)
+    slots = int(mode.split("-")[1])
     try:
-        executor.submit(*jobs[0]).result()
+        for future in [executor.submit(*jobs[0]) for _ in range(slots)]:
+            future.result()
         startup_s = time.perf_counter() - opened
         started = time.perf_counter()
         futures = [executor.submit(problem, source) for problem, source in jobs]
@@ -84,15 +91,19 @@ def run_mode(mode: str, device: str, jobs: list[tuple[Problem, str]]) -> dict:
         "gpus_used": sorted({result.gpu for result in results}),
         "nodes": sorted({result.node for result in results}),
         "speedups": [result.speedup for result in results],
+        "significant": sum(1 for result in results if result.significant),
+        "verdicts": [[result.status, sorted(flag.code for flag in result.flags)] for result in results],
     }
 
 
 def overheads(rows: list[dict]) -> None:
-    """Speed-up over local-1, and per-task overhead: beyond evaluate() on one slot, and against local."""
+    """Speed-up over local-1, scaling per slot, and per-task overhead: beyond evaluate() on one slot, and vs local."""
     local = {row["slots"]: row for row in rows if row["mode"].startswith("local")}
     base = local.get(1) or rows[0]
     for row in rows:
         row["speedup_vs_local_1"] = base["wall_s"] / row["wall_s"]
+        one = next((r for r in rows if r["mode"] == row["mode"].split("-")[0] + "-1"), None)
+        row["scaling_per_slot"] = one["wall_s"] / row["wall_s"] / row["slots"] if one else None
         busy = row["evaluate_s_mean"] * row["tasks"] / row["slots"]
         row["overhead_per_task_s"] = (row["wall_s"] - busy) * row["slots"] / row["tasks"]
         same = local.get(row["slots"])
@@ -103,17 +114,29 @@ def markdown(rows: list[dict]) -> str:
     """The results as a Markdown table."""
     lines = [
         "| mode | executor | tasks | wall s | tasks/min | speed-up vs local-1 | evaluate() s | overhead/task s "
-        "| vs local/task s | start-up s | statuses |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| vs local/task s | scaling per slot | start-up s | statuses | significant |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         versus = f"{r['vs_local_per_task_s']:+.2f}" if r["vs_local_per_task_s"] is not None else "-"
+        scaling = f"{r['scaling_per_slot']:.2f}" if r["scaling_per_slot"] is not None else "-"
         lines.append(
             f"| {r['mode']} | {r['executor']} | {r['tasks']} | {r['wall_s']:.1f} | {r['per_minute']:.1f} "
             f"| {r['speedup_vs_local_1']:.2f}x | {r['evaluate_s_mean']:.2f} | {r['overhead_per_task_s']:.2f} "
-            f"| {versus} | {r['startup_s']:.1f} | {r['statuses']} |"
+            f"| {versus} | {scaling} | {r['startup_s']:.1f} | {r['statuses']} | {r['significant']} |"
         )
     return "\n".join(lines)
+
+
+def verdict_differences(rows: list[dict], jobs: list[tuple[Problem, str]]) -> list[str]:
+    """Jobs whose verdict (status, flag codes) differs from the first mode's, one line each."""
+    first = rows[0]
+    return [
+        f"{problem.name}: {first['mode']} {first['verdicts'][i]} vs {row['mode']} {row['verdicts'][i]}"
+        for row in rows[1:]
+        for i, (problem, _) in enumerate(jobs)
+        if row["verdicts"][i] != first["verdicts"][i]
+    ]
 
 
 def machine(device: str) -> dict:
@@ -136,6 +159,7 @@ def main() -> None:
     """Parse flags, run every mode over the same jobs, print and save the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--problems", nargs="*", default=[], help="bundled names, files or folders (default: bundled)")
+    p.add_argument("--limit", type=int, help="only the first K problems")
     p.add_argument("--repeat", type=int, default=3, help="evaluations of each problem (default 3)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--gpus", type=int, help="N of the N-slot modes (default: every GPU, or 2 CPU slots)")
@@ -148,7 +172,7 @@ def main() -> None:
         if args.modes
         else list(dict.fromkeys(["local-1", "ray-1", f"local-{slots}", f"ray-{slots}"]))
     )
-    problems = load_problems(args.problems)
+    problems = load_problems(args.problems)[: args.limit]
     jobs = [(problem, problem.reference_as_candidate()) for _ in range(args.repeat) for problem in problems]
     print(
         f"{len(jobs)} evaluations ({len(problems)} problems x {args.repeat}) per mode: {', '.join(modes)}", flush=True
@@ -157,12 +181,17 @@ def main() -> None:
     report = {"machine": machine(args.device), "problems": [p.name for p in problems], "repeat": args.repeat}
     rows = []
     for mode in modes:
-        rows.append(run_mode(mode, args.device, jobs))
+        rows.append(run_mode(mode, args.device, jobs, args.out / "cache" / mode))
         print(f"  {mode}: {rows[-1]['wall_s']:.1f} s, {rows[-1]['statuses']}, on {rows[-1]['gpus_used']}", flush=True)
         overheads(rows)
+        differences = verdict_differences(rows, jobs)
         # Saved after every mode, so a batch stopped by a time limit keeps the modes it finished.
-        (args.out / "cluster_bench.json").write_text(json.dumps(report | {"modes": rows}, indent=2) + "\n")
+        saved = report | {"modes": rows, "verdict_differences": differences}
+        (args.out / "cluster_bench.json").write_text(json.dumps(saved, indent=2) + "\n")
     print(markdown(rows))
+    print(f"verdicts identical across modes: {not differences}")
+    for line in differences:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
     try:
         reference = reference_for(problem, shapes, device, options, job | {"trial_seed": result.trial_seed})
         result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
+        result.reference_warm = reference.served > 1
         with ExitStack() as cleanup:
             cleanup.callback(release, reference)
             together = overlap and reference.overlap

@@ -62,6 +62,7 @@ class ReferenceWorker:
         self.lock = threading.Lock()
         self.compiled: dict[int, dict] = {}  # torch.compile(reference)'s times per shape, when asked for
         self.users = 0  # evaluations using it now (reference_for to release): an idle one may be ended
+        self.served = 0  # evaluations it has been handed to: more than one means a later one found it warm
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
         self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
         with self.lock:
@@ -207,6 +208,7 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
             warm = _pool.get(key)
             if warm is not None and warm.alive:
                 warm.users += 1
+                warm.served += 1
                 return warm
             _pool.pop(key, None)
             idle = [k for k, w in _pool.items() if _evictable(json.loads(k), problem, device) and w.users == 0]
@@ -215,6 +217,7 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
         reference = ReferenceWorker(problem, shapes, device, options, job)
         with _pool_lock:
             reference.users += 1
+            reference.served += 1
             _pool[key] = reference
         return reference
 

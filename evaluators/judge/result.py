@@ -95,6 +95,9 @@ class EvalResult(BaseModel):
     reps: int | None = Field(None, description="timed repetitions of the candidate")
     roofline: Roofline | None = None
     stages: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
+    reference_warm: bool | None = Field(
+        None, description="whether the problem's reference worker was already running when this evaluation began"
+    )
     source_hash: str = ""
     problem: str = ""
     config: str | None = None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import buildshim, early_context, kernel_warmup, startup_priority
+from evaluators.worker import buildshim, early_context, kernel_warmup, orphan_guard, startup_priority
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
 from kernels.problem import ProblemError
@@ -95,6 +95,7 @@ def main(argv: list[str]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
     _first_to_go_when_memory_runs_out()
     replies = Replies(int(argv[1]), int(argv[2]))
+    orphan_guard.start(int(argv[2]))
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
         # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py). Mostly opened

@@ -86,6 +86,14 @@ def test_an_evaluation_on_ray_agrees_with_the_local_one(executor, name, cache_di
     assert executor.progress().retried == 0
 
 
+def test_a_slot_keeps_its_problems_reference_warm_across_evaluations(executor):
+    # A fresh worker per evaluation (Ray's tasks with max_calls=1, the first design) started every reference cold.
+    problem = load_problem(PROBLEM)
+    results = [executor.submit(problem, candidate("torch_only"), OPTIONS).result() for _ in range(3)]
+    assert {r.status for r in results} == {"correct"}
+    assert [r.reference_warm for r in results[1:]] == [True, True]
+
+
 def test_a_broken_problem_raises_as_it_does_locally(executor, cache_dir):
     problem = load_problem(HERE / "problems" / "broken_import.py")
     with pytest.raises(ProblemError) as local:

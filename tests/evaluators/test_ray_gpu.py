@@ -35,6 +35,14 @@ def test_an_evaluation_on_a_ray_gpu_agrees_with_the_local_one(gpu_executor, cach
     assert remote.gpu.startswith(torch.cuda.get_device_name(0)) and "#" in remote.gpu
 
 
+def test_evaluations_of_one_problem_on_a_ray_gpu_find_its_reference_warm(gpu_executor):
+    # What stalled the first Ray GPU path: each evaluation got a fresh Ray worker and started every worker cold.
+    problem, options = load_problem(PROBLEM), EvalOptions(timing=False)
+    results = [gpu_executor.submit(problem, candidate("good_triton"), options).result() for _ in range(3)]
+    assert {result.status for result in results} == {"correct"}, results[0].message
+    assert [result.reference_warm for result in results[1:]] == [True, True]
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_concurrent_evaluations_get_different_gpus(gpu_executor):
     problem, options = load_problem(PROBLEM), EvalOptions(timing=False)

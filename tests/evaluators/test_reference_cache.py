@@ -41,6 +41,7 @@ def test_a_warm_reference_is_timed_again_beside_every_candidate(tmp_path, monkey
         second = evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options)
         assert [first.status, second.status] == ["correct"] * 2
         assert list(reference_pool._pool.values()) == [warm] and warm.alive  # the second started no reference
+        assert (first.reference_warm, second.reference_warm) == (False, True)
         assert [shape for shape, _ in timed] == BENCHMARK * 2
         results = [first] * len(BENCHMARK) + [second] * len(BENCHMARK)
         for (shape, (reference, _)), result in zip(timed, results, strict=True):

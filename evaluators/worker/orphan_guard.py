@@ -1,0 +1,28 @@
+"""A worker whose parent dies ends at once, with every process it started.
+
+The parent ends a worker by killing its process group, so the control pipe closing under a worker means the parent
+itself is gone (a Ray slot killed, a driver crashed). Between commands the worker reads that end of file and exits;
+in the middle of one (timing a kernel, a candidate's hung call) nothing else would end it, and it would keep its
+GPU memory and its share of the GPU from the evaluations that come after.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+
+
+def start(control_fd: int) -> None:
+    """Watch the control pipe from a daemon thread; when its last writer is gone, SIGKILL this process group."""
+    threading.Thread(target=_watch, args=(control_fd,), name="orphan-guard", daemon=True).start()
+
+
+def _watch(control_fd: int) -> None:
+    poller = select.poll()
+    poller.register(control_fd, 0)  # no events asked for: poll still reports POLLHUP, and never spins on data
+    while True:
+        for _, event in poller.poll():
+            if event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                os.killpg(0, signal.SIGKILL)  # 0: this process's own group, however a PID namespace numbers it
