@@ -165,6 +165,7 @@ def main() -> None:
     p.add_argument("--gpus", type=int, help="N of the N-slot modes (default: every GPU, or 2 CPU slots)")
     p.add_argument("--modes", help="comma-separated, e.g. local-1,ray-1,local-2,ray-2 (default: 1 and N of each)")
     p.add_argument("--out", type=Path, default=Path("."))
+    p.add_argument("--resume", type=Path, help="a cluster_bench.json of the same jobs: its modes are kept, not rerun")
     args = p.parse_args()
     slots = args.gpus or (len(local_devices(args.device)) if args.device != "cpu" else 2)
     modes = (
@@ -180,6 +181,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"machine": machine(args.device), "problems": [p.name for p in problems], "repeat": args.repeat}
     rows = []
+    if args.resume:
+        earlier = json.loads(args.resume.read_text())
+        if earlier["problems"] != report["problems"] or earlier["repeat"] != args.repeat:
+            sys.exit("cluster_bench: --resume names a run of other jobs")
+        rows = [row for row in earlier["modes"] if row["mode"] in modes]
+        modes = [mode for mode in modes if mode not in {row["mode"] for row in rows}]
     for mode in modes:
         rows.append(run_mode(mode, args.device, jobs, args.out / "cache" / mode))
         print(f"  {mode}: {rows[-1]['wall_s']:.1f} s, {rows[-1]['statuses']}, on {rows[-1]['gpus_used']}", flush=True)
