@@ -195,6 +195,8 @@ def main() -> None:
         # Saved after every mode, so a batch stopped by a time limit keeps the modes it finished.
         saved = report | {"modes": rows, "verdict_differences": differences}
         (args.out / "cluster_bench.json").write_text(json.dumps(saved, indent=2) + "\n")
+    overheads(rows)
+    differences = verdict_differences(rows, jobs)
     print(markdown(rows))
     print(f"verdicts identical across modes: {not differences}")
     for line in differences:
