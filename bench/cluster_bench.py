@@ -78,6 +78,7 @@ def run_mode(mode: str, device: str, jobs: list[tuple[Problem, str]], cache: Pat
         if ray is not None:
             ray.shutdown()
     inside = [result.stages.get("total", 0.0) for result in results]
+    stages = sorted({stage for result in results for stage in result.stages})
     return {
         "mode": mode,
         "executor": where,
@@ -93,6 +94,14 @@ def run_mode(mode: str, device: str, jobs: list[tuple[Problem, str]], cache: Pat
         "speedups": [result.speedup for result in results],
         "significant": sum(1 for result in results if result.significant),
         "verdicts": [[result.status, sorted(flag.code for flag in result.flags)] for result in results],
+        "stages_s_mean": {stage: sum(r.stages.get(stage, 0.0) for r in results) / len(results) for stage in stages},
+        # What a flag beyond the reference's own no_custom_kernel said, and on which GPU.
+        "odd_flags": [
+            f"{job[0].name} on {result.gpu}: {flag.code}: {flag.text}"
+            for job, result in zip(jobs, results, strict=True)
+            for flag in result.flags
+            if flag.code != "no_custom_kernel"
+        ],
     }
 
 
