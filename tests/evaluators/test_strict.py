@@ -21,6 +21,8 @@ def test_the_strict_run_keeps_the_first_runs_options_with_more_trials():
     assert not first.strict  # the first's options are left as they were
     assert strict_options(EvalOptions(trials=8)).trials == 8
     assert strict_options().strict
+    # The Ray executor sends a node only the options the caller set: strict and its trials must be among them.
+    assert {"strict", "trials"} <= strict_options().model_fields_set
 
 
 @pytest.mark.parametrize("codes", [("beyond_plausible",), ("timing_disputed",), ("side_stream", "monkey_patch")])
