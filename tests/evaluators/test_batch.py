@@ -1,5 +1,6 @@
 """The evaluate-only batch: candidates matched by file name, judged for real, resumable, and bad usage is exit 2."""
 
+import functools
 import importlib.util
 import io
 import json
@@ -369,3 +370,17 @@ def test_the_strict_run_is_submitted_as_its_first_result_comes_back_not_after_th
     rows = batch.judge(problems, {"fast": "a", "slow": "b"}, tmp_path, executor, EvalOptions(), console)
     assert executor.submitted == [("fast", False), ("slow", False), ("fast", True)] and not executor.late
     assert rows["fast"].cleared_by_strict and rows["slow"].speedup == 1.2
+
+
+def test_a_real_strict_re_evaluation_clears_a_speedup_flagged_as_implausible(tmp_path, monkeypatch):
+    # Judged for real on the CPU, with every speedup "implausible": the strict run checks all and vouches for it.
+    monkeypatch.setattr(batch, "EvalOptions", functools.partial(EvalOptions, max_speedup=1e-6))
+    out = tmp_path / "out"
+    args = ["--suite", KERNELBENCH, "--problems", "level1/1_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    first, both = lines(out)
+    assert first["strict"] is None and [flag["code"] for flag in first["result"]["flags"]] == ["beyond_plausible"]
+    assert both["result"] == first["result"] and both["strict"]["strict"] and both["strict"]["status"] == "correct"
+    (row,) = report(out)["rows"]
+    assert row["cleared_by_strict"] and row["set_aside"] is None and row["speedup"] == both["strict"]["speedup"]
+    assert report(out)["summary"]["fast_0"] == 1.0
