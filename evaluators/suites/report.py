@@ -3,11 +3,11 @@
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
 p times faster than PyTorch eager (p = 0: correct). A result set aside only by flags a strict re-evaluation may clear
 counts once one has cleared it, by the strict run's measurement (`evaluators.judge.strict`); uncleared, it is never
-fast. Beside it, fast_p over significant speedups counts a problem
-only where the speedup's noise band (judge/bands.py) also lies above p: a reward that pays for noise trains a policy
-to chase it. A problem that was not judged (no candidate, not started, an error) is a row like any other and counts
-as a failure, never dropped. When the torch.compile baseline was
-asked for, fast_1 and the geometric mean are also given over it; a row without that timing is not fast over it.
+fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
+(judge/bands.py) also lies above p: a reward that pays for noise trains a policy to chase it. A problem that was not
+judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. When
+the torch.compile baseline was asked for, fast_1 and the geometric mean are also given over it; a row without that
+timing is not fast over it.
 """
 
 from __future__ import annotations
