@@ -3,18 +3,24 @@
 Candidates are matched to problems by file name: KernelBench's `level_L_problem_N_sample_S_kernel.py` (as its
 eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`.
 Verdicts go to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md
-and OUT/suite.json. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran
-(whatever the verdicts); 2 for bad usage, a broken problem or a cluster that cannot be joined; 130 when
-interrupted (what finished is kept).
+and OUT/suite.json. A correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible,
+timing_disputed, side_stream) gets one, submitted through the same executor the moment its first result is in; the
+strict run's measurement counts where it clears the first, and otherwise the candidate stays set aside. Its first
+evaluation is kept at once, so a re-run runs only the strict one; the line that follows keeps both. `--cluster`
+sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for bad usage,
+a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
-from concurrent.futures import Future, wait
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -24,6 +30,7 @@ from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
+from evaluators.judge.strict import recheck_due, strict_options
 from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
 from kernels.problem import Problem, ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
@@ -59,17 +66,44 @@ def candidate_file(problem: SuiteProblem, folder: Path, sample: int = 0) -> Path
     return next((folder / name for name in names if (folder / name).is_file()), None)
 
 
-def read_results(path: Path) -> dict[str, SuiteRow]:
-    """Rows already judged, by problem key; a line cut short by a kill is ignored (that problem runs again)."""
-    rows = {}
+@dataclass(frozen=True)
+class Judged:
+    """A problem's last line in results.jsonl: its report row, its first evaluation and its strict one, if it ran."""
+
+    row: SuiteRow
+    first: EvalResult | None = None
+    strict: EvalResult | None = None
+
+    @property
+    def awaits_strict(self) -> bool:
+        """Its first evaluation is due a strict re-evaluation that has not run (or whose run was lost)."""
+        return self.first is not None and self.strict is None and recheck_due(self.first)
+
+
+def read_results(path: Path) -> dict[str, Judged]:
+    """Problems already judged, by key (the last line of each); a line cut short by a kill is ignored."""
+    judged = {}
     if path.is_file():
         for line in path.read_text().splitlines():
             try:
-                row = SuiteRow.model_validate(json.loads(line)["row"])
+                entry = json.loads(line)
+                row = SuiteRow.model_validate(entry["row"])
             except (ValueError, KeyError, TypeError):
                 continue
-            rows[row.key] = row
-    return rows
+            judged[row.key] = Judged(row, _evaluation(entry.get("result")), _evaluation(entry.get("strict")))
+    return judged
+
+
+def _evaluation(data) -> EvalResult | None:
+    try:
+        return EvalResult.model_validate(data) if data else None
+    except ValueError:
+        return None
+
+
+def _same_source(result: EvalResult, source: str) -> bool:
+    """The evaluation was of this source (by the hash evaluate() records; none recorded: taken as the same)."""
+    return not result.source_hash or result.source_hash == hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 class ResultLog:
@@ -79,9 +113,15 @@ class ResultLog:
         self.path = path
         self.lock = threading.Lock()
 
-    def append(self, row: SuiteRow, result: EvalResult) -> None:
-        """One line: the report row and the full evaluation."""
-        line = json.dumps({"row": row.model_dump(), "result": result.model_dump(mode="json")})
+    def append(self, row: SuiteRow, result: EvalResult, strict: EvalResult | None = None) -> None:
+        """One line: the report row, the first evaluation and the strict re-evaluation (null where none ran)."""
+        line = json.dumps(
+            {
+                "row": row.model_dump(),
+                "result": result.model_dump(mode="json"),
+                "strict": strict.model_dump(mode="json") if strict is not None else None,
+            }
+        )
         with self.lock, self.path.open("a") as log:
             log.write(line + "\n")
 
@@ -93,38 +133,102 @@ def judge(
     executor: Executor,
     options: EvalOptions,
     console: Console,
+    rechecks: dict[str, EvalResult] | None = None,
 ) -> dict[str, SuiteRow]:
-    """Evaluate every candidate not judged yet; returns the new rows (errors as not-judged rows, not kept)."""
+    """Evaluate every candidate in `sources`; returns the new rows (errors as not-judged rows, not kept).
+
+    A first result due a strict re-evaluation is kept at once and its strict run submitted from its callback, so
+    the batch never waits for it before the rest. `rechecks` holds first results kept by an earlier run whose
+    strict run never finished: only the strict run is submitted for those.
+    """
     log = ResultLog(out / RESULTS_FILE)
+    rechecks = rechecks or {}
+    strict = strict_options(options)
     rows: dict[str, SuiteRow] = {}
-    futures: dict[Future, str] = {}
+    settled = threading.Condition()
+    unsettled = [len(sources)]  # candidates whose verdict is not final yet
     with Progress(
         SpinnerColumn(), TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as progress:
         task = progress.add_task("judging", total=len(sources))
 
-        def finished(future: Future, key: str) -> None:
+        def say(key: str, row: SuiteRow, note: str = "") -> None:
+            speed = f" {row.speedup:.3g}x" if row.speedup is not None else ""
+            if not note:
+                note = " (cleared by strict re-evaluation)" if row.cleared_by_strict else ""
+                note = " (set aside)" if row.set_aside else note
+            style = "green" if row.status == "correct" and not row.set_aside else "red"
+            progress.console.print(f"{key}: {row.status}{speed}{note}", style=style, markup=False)
+
+        def settle(key: str, row: SuiteRow) -> None:
+            rows[key] = row
+            say(key, row)
+            progress.advance(task)
+
+        def finishing(key: str, handle: Callable[[Future], SuiteRow | None]) -> Callable[[Future], None]:
+            """A done-callback that settles the candidate, or hands on to its strict run, whatever happens."""
+
+            def callback(future: Future) -> None:
+                try:
+                    row = handle(future)
+                except Exception as error:  # recording it failed, or the strict run could not be submitted
+                    row = not_judged(key, f"evaluation failed: {type(error).__name__}: {_first_line(error)}")
+                if row is None:  # a strict run is on its way
+                    return
+                try:
+                    settle(key, row)
+                finally:
+                    with settled:
+                        unsettled[0] -= 1
+                        settled.notify_all()
+
+            return callback
+
+        def recheck(key: str, first: EvalResult) -> None:
+            future = executor.submit(problems[key], sources[key], strict)
+            future.add_done_callback(finishing(key, lambda done: strict_done(key, first, done)))
+
+        def first_done(key: str, future: Future) -> SuiteRow | None:
             try:
                 result = future.result()
             except Exception as error:  # the reference or the machine failed, not the candidate
                 # Not judged, so not kept: a re-run tries it again.
-                reason = next(iter(str(error).splitlines()), "")
-                rows[key] = not_judged(key, f"evaluation failed: {type(error).__name__}: {reason}")
-            else:
-                rows[key] = row_from_result(key, result)
-                log.append(rows[key], result)
-            speed = f" {rows[key].speedup:.3g}x" if rows[key].speedup is not None else ""
-            aside = " (set aside)" if rows[key].set_aside else ""
-            style = "green" if rows[key].status == "correct" and not aside else "red"
-            progress.console.print(f"{key}: {rows[key].status}{speed}{aside}", style=style, markup=False)
-            progress.advance(task)
+                return not_judged(key, f"evaluation failed: {type(error).__name__}: {_first_line(error)}")
+            row = row_from_result(key, result)
+            log.append(row, result)  # a due strict run's first result too: a re-run then runs only the strict one
+            if not recheck_due(result):
+                return row
+            say(key, row, " (set aside: strict re-evaluation submitted)")
+            recheck(key, result)
+            return None
 
-        for key, source in sources.items():
-            future = executor.submit(problems[key], source, options)
-            futures[future] = key
-            future.add_done_callback(lambda f, k=key: finished(f, k))
-        wait(futures)
+        def strict_done(key: str, first: EvalResult, future: Future) -> SuiteRow:
+            try:
+                result = future.result()
+            except Exception as error:  # not judged, so not kept: a re-run tries the strict run again
+                row = row_from_result(key, first)
+                failed = f"{type(error).__name__}: {_first_line(error)}"
+                why = f"its strict re-evaluation failed ({failed}; a re-run retries it)"
+                return row.model_copy(update={"set_aside": f"{row.set_aside}; {why}"})
+            row = row_from_result(key, first, strict=result)
+            log.append(row, first, result)
+            return row
+
+        for key in sources:
+            if key in rechecks:
+                progress.console.print(f"{key}: strict re-evaluation submitted (first evaluation kept)", markup=False)
+                recheck(key, rechecks[key])
+            else:
+                future = executor.submit(problems[key], sources[key], options)
+                future.add_done_callback(finishing(key, lambda done, k=key: first_done(k, done)))
+        with settled:
+            while unsettled[0] > 0:
+                settled.wait(timeout=1.0)
     return rows
+
+
+def _first_line(error: Exception) -> str:
+    return next(iter(str(error).splitlines()), "")
 
 
 def _lacks_compile_timing(row: SuiteRow) -> bool:
@@ -158,28 +262,37 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out / RESULTS_FILE)
     if args.compile_baseline:  # verdicts reached without the baseline are judged again, with it
-        done = {key: row for key, row in done.items() if not _lacks_compile_timing(row)}
+        done = {key: judged for key, judged in done.items() if not _lacks_compile_timing(judged.row)}
     files = {entry.key: candidate_file(entry, args.candidates, args.sample) for entry in suite.problems}
-    sources = {
-        key: path.read_text() for key, path in files.items() if path is not None and key not in done | broken.keys()
-    }
+    sources = {key: path.read_text() for key, path in files.items() if path is not None and key not in broken}
+    rechecks = {}  # first evaluations kept by an earlier run whose strict re-evaluation did not finish
+    for key, judged in list(done.items()):
+        if key in sources and judged.awaits_strict:
+            if _same_source(judged.first, sources[key]):
+                rechecks[key] = judged.first
+            else:  # the candidate changed since: its first evaluation is not this source's
+                del done[key]
+    sources = {key: source for key, source in sources.items() if key not in done or key in rechecks}
     for key, reason in broken.items():
         console.print(f"{key}: problem could not be loaded: {reason}", style="red", markup=False)
+    pending = f"{len(rechecks)} awaiting their strict re-evaluation, " if rechecks else ""
     console.print(
-        f"{len(suite.problems)} problems from {args.suite}: {len(done)} already judged, {len(sources)} to judge, "
-        f"{sum(path is None for path in files.values())} without a candidate -> {out}"
+        f"{len(suite.problems)} problems from {args.suite}: {len(done) - len(rechecks)} already judged, {pending}"
+        f"{len(sources) - len(rechecks)} to judge, {sum(path is None for path in files.values())} without a "
+        f"candidate -> {out}"
     )
     where = executor.describe()
     try:
         options = EvalOptions(trials=args.trials, compile_baseline=args.compile_baseline)
-        new = judge(problems, sources, out, executor, options, console)
+        new = judge(problems, sources, out, executor, options, console, rechecks)
     except KeyboardInterrupt:
         console.print(f"interrupted; finished verdicts are in {out / RESULTS_FILE}; run again to continue")
         return 130
     finally:
         executor.close()
     rows = [
-        done.get(e.key) or new.get(e.key) or not_judged(e.key, _why_not(e.key, broken, args)) for e in suite.problems
+        new.get(e.key) or (done[e.key].row if e.key in done else not_judged(e.key, _why_not(e.key, broken, args)))
+        for e in suite.problems
     ]
     title = f"Evaluate-only batch: {args.candidates.resolve().name} on {args.suite}"
     info = machine(where)

@@ -1,17 +1,17 @@
 """Quarantine: a correct candidate with a hard flag is set aside until one strict re-evaluation clears it.
 
 Set aside, a candidate is never the best kernel, a base for the selector or the report's headline; its record
-keeps both evaluations and says why (or that the strict run cleared it).
+keeps both evaluations and says why (or that the strict run cleared it). Which results get a strict run, with what
+options, and whether it clears the first is the evaluator's rule (`evaluators.judge.strict`); the graph decides
+where the run goes (the run's executor) and what the archive keeps.
 """
 
 from __future__ import annotations
 
 import evaluators
-from evaluators.judge.flags import Flag, strict_can_clear
+from evaluators.judge import strict as strict_rule
 from graph import lab
 from kernels.problem import Problem
-
-STRICT_TRIALS = 5  # the loop's evaluations run 3 correctness trials
 
 
 def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result: dict) -> dict:
@@ -21,46 +21,30 @@ def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result
     """
     if not recheck_due(result):
         return {}
-    options = evaluators.EvalOptions(strict=True, trials=STRICT_TRIALS)
+    options = strict_rule.strict_options(evaluators.EvalOptions(compile_baseline=ctx.compile_baseline))
     return lab.evaluate(ctx, problem, source, device, options)
 
 
 def record_fields(result: dict, strict: dict) -> dict:
     """A CandidateRecord's measurement and standing: eval, strict_eval, speedup, runtime_ms, set_aside, cleared."""
     correct = result.get("status") == "correct"
-    reason = result.get("set_aside") if correct else None
-    cleared = bool(reason) and _clears(result, strict)
-    measured = strict if cleared else result  # a cleared candidate is known by the run that vouched for it
-    return {
-        "eval": result,
-        "strict_eval": strict,
-        "speedup": measured.get("speedup") if correct else None,
+    fields = {"eval": result, "strict_eval": strict, "set_aside": None, "cleared_by_strict": False}
+    if not correct:  # nothing to trust or distrust (and not always an evaluation: an edit off its anchors)
+        return fields | {"speedup": None, "runtime_ms": result.get("runtime_ms")}
+    standing = strict_rule.standing(_result(result), _result(strict) if strict else None)
+    measured = strict if standing.cleared else result  # a cleared candidate is known by the run that vouched for it
+    return fields | {
+        "speedup": measured.get("speedup"),
         "runtime_ms": measured.get("runtime_ms"),
-        "set_aside": None if cleared or not reason else _why(reason, result, strict),
-        "cleared_by_strict": cleared,
+        "set_aside": standing.set_aside,
+        "cleared_by_strict": standing.cleared,
     }
-
-
-def _flags(result: dict) -> list[Flag]:
-    return [Flag.model_validate(flag) for flag in result.get("flags", [])]
 
 
 def recheck_due(result: dict) -> bool:
     """A correct result set aside only by flags a strict re-evaluation may clear."""
-    return result.get("status") == "correct" and bool(result.get("set_aside")) and strict_can_clear(_flags(result))
+    return result.get("status") == "correct" and strict_rule.recheck_due(_result(result))
 
 
-def _clears(result: dict, strict: dict) -> bool:
-    """Only a run that says it was strict, correct and not set aside clears, and only flags a strict run can clear."""
-    vouched = strict.get("strict") and strict.get("status") == "correct" and not strict.get("set_aside")
-    return bool(vouched) and strict_can_clear(_flags(result))
-
-
-def _why(reason: str, result: dict, strict: dict) -> str:
-    if not strict:
-        return reason if strict_can_clear(_flags(result)) else f"{reason} (no strict re-evaluation clears this)"
-    if strict.get("status") != "correct":
-        return f"{reason}; the strict re-evaluation: {strict.get('message') or strict.get('status')}"
-    if strict.get("set_aside"):
-        return f"{reason}; the strict re-evaluation: still {strict['set_aside']}"
-    return f"{reason}; the re-evaluation was not strict"
+def _result(result: dict) -> evaluators.EvalResult:
+    return evaluators.EvalResult.model_validate(result)

@@ -91,19 +91,23 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         status = statuses.most_common(1)[0][0] if statuses else "not_judged"
         message = f"no correct kernel ({dict(statuses)}); {summary.get('stop_reason')}"
         return SuiteRow(key=key, status=status, wall_s=wall, message=message, **cost)
-    shapes = best.eval.get("shapes") or []
+    measured = best.measured  # a kernel a strict re-evaluation cleared is known by the strict run's figures
+    shapes = measured.get("shapes") or []
     fractions = [s["roofline_fraction"] for s in shapes if s.get("kind") == "benchmark" and s.get("roofline_fraction")]
-    if not fractions and (best.eval.get("roofline") or {}).get("fraction"):
-        fractions = [best.eval["roofline"]["fraction"]]
+    if not fractions and (measured.get("roofline") or {}).get("fraction"):
+        fractions = [measured["roofline"]["fraction"]]
+    cleared = " (cleared by strict re-evaluation)" if best.cleared_by_strict else ""
     return SuiteRow(
         key=key,
         status="correct",
         speedup=best.speedup,
-        speedup_vs_compile=best.eval.get("speedup_vs_compile"),
+        speedup_vs_compile=measured.get("speedup_vs_compile"),
         roofline_fraction=statistics.median(fractions) if fractions else None,
         wall_s=wall,
-        set_aside=best.eval.get("set_aside"),
-        timing=best.eval.get("timing"),
-        message=f"best {best.id}; {summary.get('stop_reason')}",
+        set_aside=best.set_aside,  # the quarantine's standing, not the first evaluation's flags
+        rechecked=bool(best.strict_eval),
+        cleared_by_strict=best.cleared_by_strict,
+        timing=measured.get("timing"),
+        message=f"best {best.id}{cleared}; {summary.get('stop_reason')}",
         **cost,
     )

@@ -7,8 +7,9 @@ Contract (used by `agents/` and `graph/`):
   "reference"), `speedup`, `runtime_ms`, `eval` (an `EvalResult.model_dump()`: kernels imports nothing of
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
-  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran). A record set aside is never
-  best, base or headline; records from before these fields read as not set aside.
+  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `measured` (the evaluation whose
+  figures count: the strict one where it cleared the first). A record set aside is never best, base or headline;
+  records from before these fields read as not set aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
   `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
@@ -61,6 +62,11 @@ class CandidateRecord(BaseModel):
     def is_correct(self) -> bool:
         """True for candidates whose output matched the reference (seeds and references count once measured)."""
         return self.status in ("correct", "seed", "reference") and self.speedup is not None
+
+    @property
+    def measured(self) -> dict:
+        """The evaluation whose figures count (`speedup` is its): the strict one where it cleared, else `eval`."""
+        return self.strict_eval if self.cleared_by_strict and self.strict_eval else self.eval
 
     @property
     def is_eligible(self) -> bool:

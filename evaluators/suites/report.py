@@ -1,11 +1,13 @@
 """The suite report: fast_p, geometric-mean speedup and roofline over a suite's problems, as suite.md and suite.json.
 
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
-p times faster than PyTorch eager (p = 0: correct). Beside it, fast_p over significant speedups counts a problem
-only where the speedup's noise band (judge/bands.py) also lies above p: a reward that pays for noise trains a policy
-to chase it. A problem that was not judged (no candidate, not started, an error) is a row like any other and counts
-as a failure, never dropped. When the torch.compile baseline was
-asked for, fast_1 and the geometric mean are also given over it; a row without that timing is not fast over it.
+p times faster than PyTorch eager (p = 0: correct). A result set aside only by flags a strict re-evaluation may clear
+counts once one has cleared it, by the strict run's measurement (`evaluators.judge.strict`); uncleared, it is never
+fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
+(judge/bands.py) also lies above p: a reward that pays for noise trains a policy to chase it. A problem that was not
+judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. When
+the torch.compile baseline was asked for, fast_1 and the geometric mean are also given over it; a row without that
+timing is not fast over it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from evaluators.judge.result import EvalResult
+from evaluators.judge.strict import standing
 from evaluators.suites.plot import speedup_histogram_svg
 
 FAST_P = (0.0, 1.0, 2.0)
@@ -40,6 +43,8 @@ class SuiteRow(BaseModel):
     dollars: float | None = None
     wall_s: float | None = None
     set_aside: str | None = None
+    rechecked: bool = False  # a strict re-evaluation ran
+    cleared_by_strict: bool = False  # and cleared the first: the row's figures are the strict run's
     timing: str | None = None
     message: str = ""
 
@@ -56,23 +61,38 @@ class SuiteRow(BaseModel):
         return p == 0 or (self.speedup_band is not None and self.speedup_band[0] > p)
 
 
-def row_from_result(key: str, result: EvalResult, wall_s: float | None = None, **cost) -> SuiteRow:
-    """A row from one evaluation; `cost` may carry tokens and dollars."""
-    fractions = [s.roofline_fraction for s in result.shapes if s.kind == "benchmark" and s.roofline_fraction]
-    if not fractions and result.roofline and result.roofline.fraction:
-        fractions = [result.roofline.fraction]
+def row_from_result(
+    key: str, result: EvalResult, wall_s: float | None = None, *, strict: EvalResult | None = None, **cost
+) -> SuiteRow:
+    """A row from one evaluation and, where one ran, its strict re-evaluation; `cost` may carry tokens and dollars.
+
+    Cleared by the strict run, the row carries the strict run's figures; otherwise the first's, and set aside with
+    what the strict run found.
+    """
+    held = standing(result, strict)
+    measured, correct = held.measured, result.status == "correct"
+    fractions = [s.roofline_fraction for s in measured.shapes if s.kind == "benchmark" and s.roofline_fraction]
+    if not fractions and measured.roofline and measured.roofline.fraction:
+        fractions = [measured.roofline.fraction]
+    if wall_s is None:
+        wall_s = sum(run.stages.get("total", 0.0) for run in (result, strict) if run is not None)
+    message = next(iter(result.message.splitlines()), "")
+    if held.cleared:
+        message = f"cleared by strict re-evaluation (set aside at first: {result.set_aside})"
     return SuiteRow(
         key=key,
         status=result.status,
-        speedup=result.speedup if result.status == "correct" else None,
-        speedup_band=result.speedup_band if result.status == "correct" else None,
-        speedup_vs_compile=result.speedup_vs_compile if result.status == "correct" else None,
-        compile_note=result.compile_baseline_error,
+        speedup=measured.speedup if correct else None,
+        speedup_band=measured.speedup_band if correct else None,
+        speedup_vs_compile=measured.speedup_vs_compile if correct else None,
+        compile_note=measured.compile_baseline_error,
         roofline_fraction=statistics.median(fractions) if fractions else None,
-        wall_s=round(wall_s if wall_s is not None else result.stages.get("total", 0.0), 2),
-        set_aside=result.set_aside,
-        timing=result.timing,
-        message=next(iter(result.message.splitlines()), ""),
+        wall_s=round(wall_s, 2),
+        set_aside=held.set_aside,
+        rechecked=held.rechecked,
+        cleared_by_strict=held.cleared,
+        timing=measured.timing,
+        message=message,
         **cost,
     )
 
@@ -104,6 +124,8 @@ def summarize(rows: list[SuiteRow], compile_baseline: bool = False) -> dict:
         "problems": total,
         "correct": sum(r.status == "correct" for r in rows),
         "set_aside": sum(r.status == "correct" and bool(r.set_aside) for r in rows),
+        "rechecked": sum(r.rechecked for r in rows),
+        "cleared_by_strict": sum(r.cleared_by_strict for r in rows),
         "not_judged": sum(r.status == NOT_JUDGED for r in rows),
         "geomean_speedup": math.exp(statistics.fmean(map(math.log, trusted))) if trusted else None,
         "geomean_over": len(trusted),
@@ -186,6 +208,8 @@ def render_markdown(report: dict) -> str:
         f"either way: {s.get('significant_changes', 0)}",
         f"- correct: {s['correct']}/{total} ({s['set_aside']} set aside by a hard flag, not counted as fast); "
         f"not judged: {s['not_judged']} (counted as failures)",
+        f"- rechecked by a strict re-evaluation: {s.get('rechecked', 0)}, cleared by it: "
+        f"{s.get('cleared_by_strict', 0)} (counted by the strict run's measurement)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
         f"- median fraction of the roofline: {roof}",
         f"- {cost}wall time: {s['wall_s']} s (sum over problems)",

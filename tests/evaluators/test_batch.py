@@ -1,15 +1,22 @@
 """The evaluate-only batch: candidates matched by file name, judged for real, resumable, and bad usage is exit 2."""
 
+import functools
 import importlib.util
+import io
 import json
 import shutil
 import sys
+import threading
+from concurrent.futures import Future
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
 
 import evaluators
 from evaluators import batch
+from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from kernels.suite import load_suite
 
@@ -172,3 +179,208 @@ def test_a_rerun_asking_for_the_compile_baseline_judges_again_what_lacks_it(tmp_
 
     monkeypatch.setattr(evaluators, "evaluate", no_evaluation)
     assert batch.main([*args, "--out", str(out), "--compile-baseline"]) == 0
+
+
+# A strict re-evaluation in the batch: evaluate() is faked, since what is tested is what the batch does with verdicts.
+LEVEL1 = ["--suite", KERNELBENCH, "--problems", "level1/*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+RELU, SCALE = "level1/2_Relu", "level1/1_Scale_by_two"
+
+
+def verdict(speedup: float | None, *codes: str, status: str = "correct", strict: bool = False) -> EvalResult:
+    result = EvalResult(status=status, speedup=speedup, strict=strict, stages={"total": 1.0}, message=status)
+    result.speedup_band = (speedup * 0.95, speedup * 1.05) if speedup else None
+    for code in codes:
+        result.flag(code, f"{code} at {speedup}x")
+    return result
+
+
+class Verdicts:
+    """Stands in for evaluate(): per problem name, its first verdict and its strict one (or an error to raise)."""
+
+    def __init__(self, first: dict, strict: dict | None = None):
+        self.first, self.strict = first, strict or {}
+        self.calls: list[tuple[str, bool, int]] = []
+
+    def __call__(self, problem, source, device="auto", options=None):
+        self.calls.append((problem.name, options.strict, options.trials))
+        outcome = (self.strict if options.strict else self.first)[problem.name]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome.model_copy(deep=True)
+
+
+def lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_speedup_a_strict_run_clears_counts_by_the_strict_runs_measurement(tmp_path, monkeypatch):
+    verdicts = Verdicts(
+        {"2_Relu": verdict(12.4, "beyond_plausible"), "1_Scale_by_two": verdict(1.2)},
+        {"2_Relu": verdict(6.1, strict=True)},
+    )
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3), ("2_Relu", True, 5)]
+    rows = {row["key"]: row for row in report(out)["rows"]}
+    relu = rows[RELU]
+    assert (relu["speedup"], relu["set_aside"], relu["rechecked"], relu["cleared_by_strict"]) == (6.1, None, True, True)
+    assert relu["message"] == "cleared by strict re-evaluation (set aside at first: beyond_plausible at 12.4x)"
+    summary = report(out)["summary"]
+    assert summary["fast_2"] == pytest.approx(1 / 3) and summary["fast_2_significant"] == pytest.approx(1 / 3)
+    assert (summary["rechecked"], summary["cleared_by_strict"], summary["set_aside"]) == (1, 1, 0)
+    assert summary["geomean_speedup"] == pytest.approx((6.1 * 1.2) ** 0.5)
+    assert "- rechecked by a strict re-evaluation: 1, cleared by it: 1" in (out / "suite.md").read_text()
+    scale, first, both = sorted(lines(out), key=lambda line: (line["row"]["key"], line["strict"] is not None))
+    assert first["row"]["key"] == RELU and first["result"]["speedup"] == 12.4 and first["strict"] is None
+    assert both["result"]["speedup"] == 12.4 and both["strict"]["speedup"] == 6.1 and both["strict"]["strict"]
+    assert both["row"] == relu and scale["strict"] is None
+
+    verdicts.calls.clear()
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == []  # nothing judged twice
+    assert report(out)["rows"] == list(rows.values())
+
+
+@pytest.mark.parametrize(
+    ("strict", "says"),
+    [
+        (verdict(None, status="incorrect", strict=True), "the strict re-evaluation: incorrect"),
+        (verdict(11.8, "timing_disputed", strict=True), "the strict re-evaluation: still timing_disputed at 11.8x"),
+        (verdict(11.8, "side_stream", strict=True), "the strict re-evaluation: still side_stream at 11.8x"),
+    ],
+)
+def test_a_speedup_the_strict_run_does_not_clear_stays_set_aside_with_both_evaluations(
+    strict, says, tmp_path, monkeypatch
+):
+    verdicts = Verdicts(
+        {"2_Relu": verdict(12.4, "beyond_plausible"), "1_Scale_by_two": verdict(1.2)}, {"2_Relu": strict}
+    )
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert sum(is_strict for _, is_strict, _ in verdicts.calls) == 1
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert (relu["status"], relu["speedup"]) == ("correct", 12.4)
+    assert relu["rechecked"] and not relu["cleared_by_strict"]
+    assert relu["set_aside"] == f"beyond_plausible at 12.4x; {says}"
+    summary = report(out)["summary"]
+    assert (summary["fast_0"], summary["fast_2"]) == (pytest.approx(1 / 3), 0.0)  # the scale kernel alone
+    assert (summary["rechecked"], summary["cleared_by_strict"], summary["set_aside"]) == (1, 0, 1)
+    last = [line for line in lines(out) if line["row"]["key"] == RELU][-1]
+    assert last["result"]["speedup"] == 12.4 and last["result"]["flags"][0]["code"] == "beyond_plausible"
+    kept = EvalResult.model_validate(last["strict"]).model_copy(update={"node": "", "gpu": ""})
+    assert kept == strict  # the strict run's whole result, less where it ran
+
+
+def test_a_flag_no_strict_run_clears_costs_no_strict_run(tmp_path, monkeypatch):
+    flagged = verdict(12.4, "beyond_plausible", "no_custom_kernel")
+    verdicts = Verdicts({"2_Relu": flagged, "1_Scale_by_two": verdict(0.9, "no_custom_kernel")})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert [is_strict for _, is_strict, _ in verdicts.calls] == [False, False]
+    rows = {row["key"]: row for row in report(out)["rows"]}
+    assert rows[RELU]["set_aside"].endswith("(no strict re-evaluation clears this)") and not rows[RELU]["rechecked"]
+    assert rows[SCALE]["set_aside"] == "no_custom_kernel at 0.9x (no strict re-evaluation clears this)"
+    assert report(out)["summary"]["fast_0"] == 0.0 and report(out)["summary"]["rechecked"] == 0
+    assert all(line["strict"] is None for line in lines(out)) and len(lines(out)) == 2
+
+
+def test_a_strict_run_lost_is_run_again_on_a_rerun_and_the_first_never_is(tmp_path, monkeypatch):
+    from evaluators.executors.local import InfrastructureError
+
+    lost = InfrastructureError("evaluation not judged: the node died")
+    verdicts = Verdicts({"2_Relu": verdict(12.4, "timing_disputed"), "1_Scale_by_two": verdict(1.2)}, {"2_Relu": lost})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"].startswith(
+        "timing_disputed at 12.4x; its strict re-evaluation failed (InfrastructureError"
+    )
+    assert [line["strict"] for line in lines(out)] == [None, None]  # the first kept; the lost strict run not
+
+    verdicts.calls.clear()
+    verdicts.strict["2_Relu"] = verdict(6.1, strict=True)
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == [("2_Relu", True, 5)]  # only the strict run: the first evaluation is not judged again
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["cleared_by_strict"] and relu["speedup"] == 6.1
+    last = lines(out)[-1]
+    assert last["result"]["speedup"] == 12.4 and last["strict"]["speedup"] == 6.1
+
+    verdicts.calls.clear()
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == []
+
+
+def test_a_changed_candidate_awaiting_its_strict_run_is_judged_afresh(tmp_path, monkeypatch):
+    candidates = tmp_path / "candidates"
+    shutil.copytree(CANDIDATES, candidates)
+    first = verdict(12.4, "beyond_plausible")
+    first.source_hash = "0" * 16  # another source's
+    out = tmp_path / "out"
+    out.mkdir()
+    row = batch.row_from_result(RELU, first)
+    (out / "results.jsonl").write_text(json.dumps({"row": row.model_dump(), "result": first.model_dump(mode="json")}))
+    verdicts = Verdicts({"2_Relu": verdict(1.1), "1_Scale_by_two": verdict(1.2)})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    args = ["--suite", KERNELBENCH, "--problems", "level1/*", "--candidates", str(candidates), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3)]
+
+
+class GatedExecutor:
+    """An injected executor: the slow problem's first evaluation finishes only once a strict run has been submitted.
+
+    A batch that held its strict runs back until every first evaluation was in would wait here until the fallback
+    timer, which the test sees.
+    """
+
+    def __init__(self, slow: str):
+        self.slow, self.held, self.late = slow, None, False
+        self.submitted: list[tuple[str, bool]] = []
+
+    def submit(self, problem, source, options=None):
+        self.submitted.append((problem.name, options.strict))
+        future = Future()
+        if options.strict:
+            future.set_result(verdict(6.1, strict=True))
+            self.release()
+        elif problem.name == self.slow:
+            self.held = future
+            timer = threading.Timer(5.0, self.release, kwargs={"late": True})
+            timer.daemon = True
+            timer.start()
+        else:
+            threading.Timer(0.05, future.set_result, [verdict(12.4, "beyond_plausible")]).start()
+        return future
+
+    def release(self, late: bool = False) -> None:
+        if self.held is not None and not self.held.done():
+            self.late = late
+            self.held.set_result(verdict(1.2))
+
+
+def test_the_strict_run_is_submitted_as_its_first_result_comes_back_not_after_the_batch(tmp_path):
+    executor = GatedExecutor(slow="slow")
+    problems = {key: SimpleNamespace(name=key) for key in ("fast", "slow")}
+    console = Console(file=io.StringIO())
+    rows = batch.judge(problems, {"fast": "a", "slow": "b"}, tmp_path, executor, EvalOptions(), console)
+    assert executor.submitted == [("fast", False), ("slow", False), ("fast", True)] and not executor.late
+    assert rows["fast"].cleared_by_strict and rows["slow"].speedup == 1.2
+
+
+def test_a_real_strict_re_evaluation_clears_a_speedup_flagged_as_implausible(tmp_path, monkeypatch):
+    # Judged for real on the CPU, with every speedup "implausible": the strict run checks all and vouches for it.
+    monkeypatch.setattr(batch, "EvalOptions", functools.partial(EvalOptions, max_speedup=1e-6))
+    out = tmp_path / "out"
+    args = ["--suite", KERNELBENCH, "--problems", "level1/1_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    first, both = lines(out)
+    assert first["strict"] is None and [flag["code"] for flag in first["result"]["flags"]] == ["beyond_plausible"]
+    assert both["result"] == first["result"] and both["strict"]["strict"] and both["strict"]["status"] == "correct"
+    (row,) = report(out)["rows"]
+    assert row["cleared_by_strict"] and row["set_aside"] is None and row["speedup"] == both["strict"]["speedup"]
+    assert report(out)["summary"]["fast_0"] == 1.0

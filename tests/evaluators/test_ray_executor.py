@@ -229,3 +229,21 @@ def test_an_evaluate_only_batch_runs_on_the_cluster(local_ray, tmp_path):
     assert row["status"] == "correct", row["message"]
     (line,) = (out / "results.jsonl").read_text().splitlines()
     assert json.loads(line)["result"]["node"] == socket.gethostname()
+
+
+def test_an_evaluate_only_batch_sends_its_strict_re_evaluation_to_the_cluster(local_ray, tmp_path, monkeypatch):
+    import functools
+
+    from evaluators import batch
+
+    # Every speedup "implausible": the strict run must reach the node as strict (the options travel as fields set).
+    monkeypatch.setattr(batch, "EvalOptions", functools.partial(EvalOptions, max_speedup=1e-6))
+    fixtures = REPO / "tests" / "kernels" / "fixtures" / "kernelbench"
+    out = tmp_path / "out"
+    args = ["--suite", f"kernelbench:{fixtures}", "--problems", "level1/1_*", "--candidates"]
+    args += [str(HERE / "batch_candidates"), "--device", "cpu", "--cluster", "ray", "--out", str(out)]
+    assert batch.main(args) == 0
+    first, both = (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines())
+    assert first["strict"] is None and both["strict"]["strict"] and both["strict"]["node"] == socket.gethostname()
+    (row,) = json.loads((out / "suite.json").read_text())["rows"]
+    assert row["cleared_by_strict"] and row["set_aside"] is None, row

@@ -103,3 +103,35 @@ def test_fast_1_and_geomean_over_torch_compile_on_a_hand_checked_table(tmp_path)
     markdown = path.read_text()
     assert "- over torch.compile: fast_1 10.0%; geometric-mean speedup 1x over 3 problems" in markdown
     assert "| a | correct | 3x | - | 2x |" in markdown and "| c | correct | 1x | - | - |" in markdown
+
+
+def flagged_result(speedup: float, *codes: str, strict: bool = False, status: str = "correct") -> EvalResult:
+    result = EvalResult(status=status, speedup=speedup, strict=strict, stages={"total": 2.0}, timing="cuda-events")
+    result.speedup_band = (speedup * 0.9, speedup * 1.1)
+    for code in codes:
+        result.flag(code, f"{code}: {speedup}x")
+    return result
+
+
+def test_a_row_cleared_by_its_strict_run_counts_by_the_strict_runs_measurement(tmp_path):
+    first = flagged_result(12.0, "beyond_plausible")
+    strict = flagged_result(6.1, strict=True)
+    strict.speedup_band = (5.8, 6.4)
+    row = row_from_result("grayscale", first, strict=strict)
+    assert (row.speedup, row.speedup_band, row.set_aside) == (6.1, (5.8, 6.4), None)
+    assert row.rechecked and row.cleared_by_strict and row.fast(2) and row.fast_significantly(2)
+    assert row.message == "cleared by strict re-evaluation (set aside at first: beyond_plausible: 12.0x)"
+    assert row.wall_s == 4.0  # both evaluations' time
+    held = row_from_result("cheat", first, strict=flagged_result(0.0, status="incorrect", strict=True))
+    assert held.rechecked and not held.cleared_by_strict and not held.fast(0) and held.speedup == 12.0
+    assert held.set_aside.startswith("beyond_plausible: 12.0x; the strict re-evaluation: incorrect")
+    disputed = row_from_result("disputed", first, strict=flagged_result(11.0, "timing_disputed", strict=True))
+    assert not disputed.fast(0) and disputed.set_aside.endswith("still timing_disputed: 11.0x")
+    machine = {"gpu": None, "gpus": 0, "cpu": "c", "torch": "2.x", "python": "3.11", "executor": "local: cpu"}
+    table = [row, held, disputed, row_from_result("honest", flagged_result(1.5))]
+    summary = summarize(table)
+    assert (summary["rechecked"], summary["cleared_by_strict"], summary["set_aside"]) == (3, 1, 2)
+    assert summary["fast_2"] == 0.25 and summary["geomean_speedup"] == pytest.approx((6.1 * 1.5) ** 0.5)
+    markdown = write_suite_report(tmp_path, table, suite="s", machine_info=machine, title="T").read_text()
+    assert "- rechecked by a strict re-evaluation: 3, cleared by it: 1" in markdown
+    assert "| grayscale | correct | 6.1x | 5.8-6.4x |" in markdown and "| cleared by strict re-evaluation" in markdown

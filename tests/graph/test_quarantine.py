@@ -11,6 +11,7 @@ from agents.notebook import archive_summary, notebook_summary, selectable_ids
 from evaluators import EvalResult
 from graph import lab, quarantine
 from graph.lab import ARCHIVE_FILE
+from graph.suite_runs import suite_row
 from kernels.archive import Archive
 from kernels.problem import SEEDS_DIR
 
@@ -74,6 +75,9 @@ def test_a_cheat_the_strict_run_catches_stays_out_of_best_base_and_headline(tmp_
     report = (run_dir / "report.md").read_text()
     assert "- best: c0001 at 0.5x over the PyTorch reference (1 set aside" in report
     assert "- c0002 (1972x as measured): speedup 1972.0x is beyond the plausible 10x" in report
+    assert cheat.measured is cheat.eval
+    row = suite_row("fused_residual_norm", run_dir, "not finished")
+    assert (row.speedup, row.set_aside, row.rechecked, row.cleared_by_strict) == (0.5, None, False, False)
 
 
 def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fake):
@@ -92,6 +96,11 @@ def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fak
     assert summary["cleared_by_strict"] == ["c0002"] and summary["set_aside"] == []
     assert not [note for note in summary["notes"] if "fell back" in note]
     assert "Cleared by a strict re-evaluation: c0002" in (run_dir / "report.md").read_text()
+    # As graph.batch reports it: by the strict run's figures, not set aside by the first evaluation's flags.
+    assert cleared.measured is cleared.strict_eval and cleared.measured["speedup"] == 12.0
+    row = suite_row("fused_residual_norm", run_dir, "not finished")
+    assert (row.speedup, row.set_aside, row.rechecked, row.cleared_by_strict) == (12.0, None, True, True)
+    assert row.fast(2) and row.message.startswith("best c0002 (cleared by strict re-evaluation); ")
 
 
 def test_flags_no_strict_run_can_clear_cost_no_re_evaluation(monkeypatch):
