@@ -26,7 +26,8 @@ import torch  # noqa: E402
 from evaluators import EvalOptions, evaluate  # noqa: E402
 from evaluators.judge import reference_pool, spares  # noqa: E402
 from evaluators.judge.toolchain import device_kind, resolve_device  # noqa: E402
-from kernels.problem import bundled_problems, import_problem_module, load_problem  # noqa: E402
+from kernels.problem import bundled_problems, load_problem  # noqa: E402
+from kernels.runtime import import_problem_module  # noqa: E402
 
 
 def machine() -> dict:

@@ -33,7 +33,8 @@ from evaluators.worker.sketch import Sketcher  # noqa: E402
 from evaluators.worker.timing import Clocks, warm_up  # noqa: E402
 from evaluators.worker.trials import flatten_outputs  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
-from kernels.runtime import problem_runtime, seed_everything  # noqa: E402
+from kernels.runtime import problem_runtime  # noqa: E402
+from kernels.seeding import seed_everything  # noqa: E402
 
 
 def host_us(piece, n: int, clocks: Clocks) -> float:

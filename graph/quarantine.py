@@ -9,7 +9,7 @@ from __future__ import annotations
 import evaluators
 from evaluators.judge.flags import Flag, strict_can_clear
 from graph import lab
-from kernels.problem import Problem
+from kernels.problem_types import Problem
 
 STRICT_TRIALS = 5  # the loop's evaluations run 3 correctness trials
 

@@ -11,7 +11,7 @@ from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.roofline import device_peaks, roofline_report
 from evaluators.judge.toolchain import device_kind
-from kernels.problem import Shape
+from kernels.problem_types import Shape
 
 
 def finish(result: EvalResult, status: str, message: str, diagnostics: str) -> EvalResult:

@@ -18,7 +18,7 @@ import torch
 from evaluators.worker import buildshim, early_context, kernel_warmup, startup_priority
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
-from kernels.problem import ProblemError
+from kernels.problem_types import ProblemError
 
 
 def error_report(exc: BaseException, stage: str, shape: str | None = None) -> dict:

@@ -27,7 +27,7 @@ from evaluators.worker.sketch import (
 )
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.trial_seeds import trial_plan
-from kernels.problem import Shape
+from kernels.problem_types import Shape
 
 ROOFLINE_DTYPES = {
     torch.float64: "fp64",

@@ -12,7 +12,7 @@ from evaluators import EvalResult
 from graph import lab, quarantine
 from graph.lab import ARCHIVE_FILE
 from kernels.archive import Archive
-from kernels.problem import SEEDS_DIR
+from kernels.problem_types import SEEDS_DIR
 
 from .conftest import SHORT, cli, read_summary
 
