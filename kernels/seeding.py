@@ -15,7 +15,7 @@ def seed_everything(seed: int) -> None:
 
     Python's, the host's and the GPUs' (ROCm's too: torch.cuda is HIP there), the generators torch.manual_seed
     seeds on these machines. Not torch.manual_seed itself, which also visits the XPU, MTIA and MPS backends: on an
-    H200 it took 141 us against 13 us for these three, in a draw that took 229 us with it (bench/rep_cost.py).
+    H200 it took 141 us against 13 us for these three, in a draw that took 229 us with it (bench/probes/rep_cost.py).
     """
     random.seed(seed)
     _SEED_CPU(seed)

@@ -22,7 +22,7 @@ On a GPU both sides' repetitions hold the stream until their host has queued the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
 (a call that synchronizes inside itself waits it out; where the hold cannot load, it is spun in full). It is sized
 from the reference's rehearsal: LEAD_FACTOR times its issue time per call, which covers a process that issues the
-same calls 2.6x slower (bench/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
+same calls 2.6x slower (bench/probes/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
 flush, which come after the hold.
 """
 

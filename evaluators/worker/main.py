@@ -97,7 +97,7 @@ def main(argv: list[str]) -> None:
     replies = Replies(int(argv[1]), int(argv[2]))
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
-        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py). Mostly opened
+        # contexts opening beside a timed GEMM moved its median by 14 % (bench/probes/timing_noise.py). Mostly opened
         # already, while torch imported; torch's own state (its runtime, allocator) starts here.
         early_context.wait()
         with starting_worker_lock():

@@ -11,11 +11,11 @@ On a GPU each repetition first holds the stream, then draws the inputs and flush
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
 once the end event is queued (worker/stream_hold.py); the parent's `lead_ms` caps it, and is spun in full where that
 hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
-that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
-the same reference, in two processes, 1.6-1.8x apart. The hold comes before the draw: work the call starts on a
-stream of its own while the timed stream is held finds this repetition's inputs not yet written, so the window for
-it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside its time: issuing the call,
-and preparing it (the draw, the flush and the start event).
+that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host
+(bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart. The hold comes before the
+draw: work the call starts on a stream of its own while the timed stream is held finds this repetition's inputs not
+yet written, so the window for it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside
+its time: issuing the call, and preparing it (the draw, the flush and the start event).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 event, its host times reported; the hold's fallback to a spin; the side-stream probe's reading.
 
 Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
-on any machine; what the hold does to the timing is measured by bench/launch_bound.py and
+on any machine; what the hold does to the timing is measured by bench/probes/launch_bound.py and
 bench/reference_against_itself.py on a GPU, and the hold itself by tests/evaluators/test_stream_hold.py there.
 """
 
