@@ -6,8 +6,8 @@ its own (torch.cuda.MemPool) that first holds a spacer of a random size (0-510 M
 placement's inputs and every block the call allocates for itself: each placement keeps its memory, and no two share any.
 The passes time every placement in turn, in a rotated order, so a drift in time reaches all of them alike. If placements
 differ by more than the passes of one placement do, a process's placement biases its median (the per-process bias of the
-reference timed against itself, docs/BENCHMARKS.md). Repetitions are timed as the evaluator times them: a held stream, a
-512 MiB flush, events around the call.
+reference timed against itself, docs/BENCHMARKS_HISTORY.md). Repetitions are timed as the evaluator times them: a
+held stream, a 512 MiB flush, events around the call.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each side is warmed up first; a first warm-up call, timed by the parent, sizes t
 repetitions. The repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
 medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
 repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
-in one run (docs/BENCHMARKS.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
+in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
 sets at once, the reference is timed first and the candidate after it, in one block each.
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost

@@ -50,7 +50,7 @@ def warm(device: str, role: str) -> None:
 
     A candidate's: the sketch alone, all its timing loop runs of ours. It waits for this before its code is
     imported; while it loaded the comparison's kernels too, its build stage took 0.13-0.36 s on an H100 (b2a3c0b),
-    against 0.13-0.21 s before the warm-up (docs/BENCHMARKS.md; that this was the cause is not measured).
+    against 0.13-0.21 s before the warm-up (docs/BENCHMARKS_HISTORY.md; that this was the cause is not measured).
     """
     expected = torch.rand(256, device=device)
     if device == "cuda":

@@ -69,7 +69,7 @@ def _import_what_a_job_may_need(role: str) -> None:
     """A spare's, while it waits: its role's module, and the extension builder and Triton a candidate may use.
 
     Only a spare: a CLI's workers have their job at once, and these imports were 0.2-0.3 s of a cold evaluation's
-    path on an H200, for candidates and references that use neither (docs/BENCHMARKS.md). A job that needs one
+    path on an H200, for candidates and references that use neither (docs/BENCHMARKS_HISTORY.md). A job that needs one
     imports it then; the worker wraps both as they are imported (worker/on_import.py).
     """
     from torch.utils import cpp_extension  # noqa: F401

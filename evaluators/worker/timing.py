@@ -135,7 +135,7 @@ def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPo
     A worker keeps them from a shape's first timing command to its last (worker/session.py). Made anew for each
     command, they went back to the driver between blocks whenever the pool of held copies was released (its
     torch.cuda.empty_cache), and were allocated again for the next block: on an H200, level1/47's 8 GiB input then
-    read 12 % slow in stretches, in either process (docs/BENCHMARKS.md).
+    read 12 % slow in stretches, in either process (docs/BENCHMARKS_HISTORY.md).
     """
     flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if device == "cuda" else None
     return InputPool(fresh_inputs, plan.timing_sets), flush
@@ -249,6 +249,6 @@ def probe_reading(idle_s: list[float], leftover_s: list[float]) -> float:
 
     The least of each: a host delay (the thread preempted, the driver busy) only lengthens a reading, while work
     still running on another stream lengthens every one. Medians of five read up to 29 us on honest one-stream
-    references on an H100 (docs/BENCHMARKS.md, "The side-stream probe's floor"), enough to count as work.
+    references on an H100 (docs/BENCHMARKS_HISTORY.md, "The side-stream probe's floor"), enough to count as work.
     """
     return max(0.0, (min(leftover_s) - min(idle_s)) * 1e3)
