@@ -6,7 +6,7 @@ Each run is a fresh CLI process with an empty cache directory and a `sitecustomi
 the parent's PYTHONPATH entries), which writes, per process, when the interpreter was ready, when chosen modules
 finished importing (torch, its extension builder, Triton, the worker's modules) and when each command was read and
 each reply sent, and when each process that exits by itself did; the bench's own line says when the CLI's process
-returned. Nothing is sampled (bench/cold_profile.py's py-spy lost stretches of seconds), and the logging
+returned. Nothing is sampled (bench/probes/cold_profile.py's py-spy lost stretches of seconds), and the logging
 costs microseconds an event. Prints each run's events from the CLI's start, the timing blocks left out unless
 --all; keeps the logs in --out.
 """

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from kernels.gpumode import REFERENCE_SUBMISSION
-from kernels.problem import ProblemError
+from kernels.problem_types import ProblemError
 from kernels.suite import SuiteError, load_suite
 
 

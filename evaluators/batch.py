@@ -32,7 +32,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from evaluators.judge.strict import recheck_due, strict_options
 from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
-from kernels.problem import Problem, ProblemError
+from kernels.problem_types import Problem, ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
 
 RESULTS_FILE = "results.jsonl"

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from evaluators.judge.evaluate import EnvironmentFailure, evaluate
-    from kernels.problem import ProblemError
+    from kernels.problem_types import ProblemError
 
     try:
         source = args.candidate.read_text()

@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from evaluators.executors.local import ClusterError
     from evaluators.suites.report import machine, write_suite_report
-    from kernels.problem import ProblemError
+    from kernels.problem_types import ProblemError
     from kernels.suite import SuiteError, load_suite
 
     console = Console(highlight=False, soft_wrap=True)

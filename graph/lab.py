@@ -18,7 +18,8 @@ from evaluators.judge.options import EvalOptions
 from evaluators.worker.devices import visible_gpus
 from graph.context import RunContext
 from kernels.archive import Archive, CandidateRecord
-from kernels.problem import Problem, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem
 
 RUNS_DIR = Path("runs")
 ARCHIVE_FILE = "archive.jsonl"

@@ -35,7 +35,8 @@ from graph.state import ExperimentTask, ScientistState
 from kernels.archive import Archive, CandidateRecord
 from kernels.gpumode import REFERENCE_SUBMISSION
 from kernels.labbook import DesignRecord, Finding, LabBook
-from kernels.problem import Problem, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem
 
 NO_PROFILE = "Profiling is switched off for this run (--no-profile)."
 # The literature's list of documents: where to read, not what they say; its lists of names outrank notes in BM25.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import evaluators
 from evaluators.judge import strict as strict_rule
 from graph import lab
-from kernels.problem import Problem
+from kernels.problem_types import Problem
 
 
 def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result: dict) -> dict:

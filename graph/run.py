@@ -131,7 +131,8 @@ def new_settings(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[
     """The context of a new run from its flags, its concurrency, and a banner when replaying the demo."""
     from agents.errors import FatalLLMError
     from agents.models import ModelSettings, parse_role_overrides, refuse_recording
-    from kernels.problem import ProblemError, load_problem
+    from kernels.problem import load_problem
+    from kernels.problem_types import ProblemError
 
     try:
         problem = load_problem(args.problem or DEFAULT_PROBLEM)

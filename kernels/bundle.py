@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from kernels.problem import Problem, ProblemError, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem, ProblemError
 
 SUBMISSION_PLACEHOLDER = "@SUBMISSION@"  # task.yml's stand-in for the candidate, which travels separately
 

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from kernels.problem import DISTRIBUTIONS
+from kernels.problem_types import DISTRIBUTIONS
 
 
 def draw(shape: tuple[int, ...], dist: str = "normal", dtype: torch.dtype = torch.float32) -> torch.Tensor:

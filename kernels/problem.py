@@ -11,105 +11,19 @@ add, as plain module attributes:
 - `roofline()`: {"flops": int, "bytes": int} at the current globals: the least work and traffic.
 
 Any other KernelBench file works too: without `SHAPES` its own globals are its one benchmark shape.
-A directory holding `task.yml` is a GPU MODE reference-kernels problem (`kernels.gpumode`).
+A directory holding `task.yml` is a GPU MODE reference-kernels problem (`kernels.gpumode`). Reading a problem runs
+none of its code; `kernels.runtime` runs it, in workers only. What a problem is: `kernels.problem_types`.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import importlib.util
-import sys
-import types
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+
+from kernels.problem_types import Problem, ProblemError, Shape, shape_name
 
 PROBLEMS_DIR = Path(__file__).parent / "problems"
-SEEDS_DIR = Path(__file__).parent / "seeds"
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
-# What a problem's `get_inputs(dist=...)` may be asked for; correctness trials cycle through them.
-DISTRIBUTIONS = ("normal", "uniform", "heavy")
-
-
-class ProblemError(ValueError):
-    """A problem that cannot be used; the message is one line naming what is wrong."""
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One input configuration: `params` are module globals (KernelBench) or generate_input kwargs (GPU MODE)."""
-
-    name: str
-    kind: Literal["benchmark", "test"]
-    params: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        """The shape as a job file carries it."""
-        return {"name": self.name, "kind": self.kind, "params": self.params}
-
-    @classmethod
-    def from_json(cls, data: dict) -> Shape:
-        """The inverse of `to_json`."""
-        return cls(data["name"], data["kind"], dict(data["params"]))
-
-
-def shape_name(params: dict) -> str:
-    """A readable name from a shape's values: "M=16384 N=4096" (a GPU MODE seed is not part of it)."""
-    return " ".join(f"{key}={value}" for key, value in params.items() if key != "seed") or "default"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A kernel problem: its source text and what the loader learned from it.
-
-    `format` is "kernelbench" (Model / get_inputs) or "gpumode" (generate_input / ref_kernel, candidates define
-    custom_kernel); `shape_sets` maps "gpu" and "cpu" to that device's shapes, benchmark shapes first.
-    """
-
-    name: str
-    path: Path
-    source: str
-    doc: str = ""
-    shape_sets: dict[str, tuple[Shape, ...]] = field(default_factory=dict)
-    format: Literal["kernelbench", "gpumode"] = "kernelbench"
-    tolerance: tuple[float | None, float | None] = (None, None)
-    tolerance_note: str = ""
-
-    @property
-    def configs(self) -> dict[str, dict]:
-        """Each device's first benchmark shape, as module globals (what single-shape callers read)."""
-        return {name: shapes[0].params for name, shapes in self.shape_sets.items() if shapes}
-
-    @property
-    def seed_path(self) -> Path | None:
-        """The bundled seed candidate (`kernels/seeds/<name>.py`), if there is one."""
-        path = SEEDS_DIR / f"{self.name}.py"
-        return path if path.exists() else None
-
-    @property
-    def digest(self) -> str:
-        """A short hash of the problem's source, to key caches and archives."""
-        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
-
-    def reference_as_candidate(self) -> str:
-        """The reference as a valid candidate with no kernel of its own: measured, it gives the reference's runtime."""
-        alias = "custom_kernel = ref_kernel" if self.format == "gpumode" else "ModelNew = Model"
-        return f"{self.source.rstrip()}\n\n\n{alias}\n"
-
-    def config_name(self, device: str) -> str | None:
-        """The shape set used on `device` ("cuda" -> "gpu", "cpu" -> "cpu"), if the problem has one."""
-        wanted = "cpu" if device == "cpu" else "gpu"
-        return wanted if wanted in self.shape_sets else None
-
-    def shapes(self, device: str) -> tuple[Shape, ...]:
-        """The shapes evaluated on `device`: its shape set, else the file's own globals as one benchmark shape."""
-        config = self.config_name(device)
-        return self.shape_sets[config] if config else (Shape("default", "benchmark", {}),)
-
-    def benchmark_shapes(self, device: str) -> tuple[Shape, ...]:
-        """The shapes that are timed on `device`."""
-        return tuple(shape for shape in self.shapes(device) if shape.kind == "benchmark")
 
 
 def bundled_problems() -> list[str]:
@@ -139,7 +53,7 @@ def load_problem(name_or_path: str | Path) -> Problem:
     """Read and check a problem without executing it: syntax and the three required names."""
     path = resolve_problem_path(name_or_path)
     if path.is_dir():
-        from kernels.gpumode import load_gpumode_problem  # the GPU MODE format's own loader
+        from kernels.gpumode import load_gpumode_problem  # lazy: only a GPU MODE directory needs yaml
 
         return load_gpumode_problem(path)
     try:
@@ -157,28 +71,6 @@ def load_problem(name_or_path: str | Path) -> Problem:
     shape_sets = _shape_sets(tree, path.name)
     doc = ast.get_docstring(tree) or ""
     return Problem(name=path.stem, path=path, source=source, doc=doc, shape_sets=shape_sets)
-
-
-def import_problem_module(problem: Problem, config: str | None = None) -> types.ModuleType:
-    """Execute the problem file as a fresh module, with the first benchmark shape of `config` applied.
-
-    Runs problem code: the evaluator calls this only inside its worker processes.
-    """
-    module_name = f"ks_problem_{problem.name}_{problem.digest}"
-    spec = importlib.util.spec_from_file_location(module_name, problem.path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # a broken problem file is reported, not raised through
-        sys.modules.pop(module_name, None)
-        reason = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
-        raise ProblemError(f"problem {problem.path.name} failed to import: {reason}") from None
-    if config is not None:
-        if config not in problem.configs:
-            raise ProblemError(f"problem {problem.name} has no configuration {config!r}")
-        vars(module).update(problem.configs[config])
-    return module
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:

@@ -6,29 +6,38 @@ list of arguments, so the evaluator copies, checks and times every format the sa
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
-import random
+import sys
 import types
 from collections.abc import Callable
 
 import torch
 
-from kernels.problem import Problem, ProblemError, Shape, import_problem_module
-
-# Bound at import: torch._dynamo rebinds torch.manual_seed when a candidate's torch.compile imports it.
-_SEED_CPU, _SEED_CUDA = torch.default_generator.manual_seed, torch.cuda.manual_seed_all
+from kernels.problem_types import Problem, ProblemError, Shape
+from kernels.seeding import seed_everything
 
 
-def seed_everything(seed: int) -> None:
-    """Seed every generator a problem's input generator or a module's constructor may draw from.
+def import_problem_module(problem: Problem, config: str | None = None) -> types.ModuleType:
+    """Execute the problem file as a fresh module, with the first benchmark shape of `config` applied.
 
-    Python's, the host's and the GPUs' (ROCm's too: torch.cuda is HIP there), the generators torch.manual_seed
-    seeds on these machines. Not torch.manual_seed itself, which also visits the XPU, MTIA and MPS backends: on an
-    H200 it took 141 us against 13 us for these three, in a draw that took 229 us with it (bench/rep_cost.py).
+    Runs problem code: the evaluator calls this only inside its worker processes.
     """
-    random.seed(seed)
-    _SEED_CPU(seed)
-    _SEED_CUDA(seed)
+    module_name = f"ks_problem_{problem.name}_{problem.digest}"
+    spec = importlib.util.spec_from_file_location(module_name, problem.path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # a broken problem file is reported, not raised through
+        sys.modules.pop(module_name, None)
+        reason = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
+        raise ProblemError(f"problem {problem.path.name} failed to import: {reason}") from None
+    if config is not None:
+        if config not in problem.configs:
+            raise ProblemError(f"problem {problem.name} has no configuration {config!r}")
+        vars(module).update(problem.configs[config])
+    return module
 
 
 class ProblemRuntime:
@@ -98,7 +107,7 @@ class ProblemRuntime:
 def problem_runtime(problem: Problem, device: str) -> ProblemRuntime:
     """The runtime for the problem's format."""
     if problem.format == "gpumode":
-        from kernels.gpumode import GpuModeRuntime
+        from kernels.gpumode_runtime import GpuModeRuntime  # lazy: a KernelBench worker needs no yaml
 
         return GpuModeRuntime(problem, device)
     if problem.format != "kernelbench":

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kernels.problem import Problem, ProblemError, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem, ProblemError
 
 SuiteKind = Literal["kernelbench", "gpumode", "dir"]
 LEVEL_DIR = re.compile(r"^level(\d+)$")

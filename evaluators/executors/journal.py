@@ -17,7 +17,7 @@ from pathlib import Path
 from evaluators.executors.local import Executor, InfrastructureError
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
-from kernels.problem import Problem, ProblemError
+from kernels.problem_types import Problem, ProblemError
 
 
 class JournalError(ValueError):

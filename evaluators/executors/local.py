@@ -22,7 +22,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from evaluators.judge.toolchain import device_index
 from evaluators.worker.devices import visible_gpus
-from kernels.problem import Problem
+from kernels.problem_types import Problem
 
 CLUSTER_SPEC = re.compile(r"local|ray|auto|ray://[^\s:/]+:\d+")
 

@@ -34,7 +34,7 @@ from evaluators.judge.evaluate import evaluate
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from kernels.bundle import pack_problem, unpack_once
-from kernels.problem import Problem
+from kernels.problem_types import Problem
 
 # A slot's process or a node that died under an evaluation: the machinery's failure, never the candidate's
 # (a candidate that crashes its own sandbox is a runtime_error inside a call that ends normally).

@@ -29,7 +29,8 @@ from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.worker.device_lock import LockTimeout
 from evaluators.worker.trial_seeds import trial_plan
-from kernels.problem import Problem, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem
 
 __all__ = ["EnvironmentFailure", "evaluate"]
 

@@ -1,7 +1,7 @@
 """What a worker's process is started with: its cache directory, PID namespace, output cap and stage limits.
 
 Free of pydantic, so the CLI starts its two workers as soon as its flags are read, before it imports pydantic and
-builds EvalOptions: their exec came 0.29 s sooner on a 2-core VM (bench/spawn_point.py). EvalOptions takes these
+builds EvalOptions: their exec came 0.29 s sooner on a 2-core VM (bench/probes/spawn_point.py). EvalOptions takes these
 fields' defaults from here; a worker started with either matches the other (process_key).
 """
 

@@ -26,13 +26,16 @@ from pathlib import Path
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_index, device_kind
 from evaluators.worker.devices import driver_version, torch_build, visible_gpus
-from kernels.problem import Problem, Shape
+from kernels.problem_types import Problem, Shape
 
 FORMAT = 2  # 1 also held timings
 _CODE = Path(__file__).resolve().parents[1]
 # The code sizes depend on: the worker, which measures them, and how problems draw inputs.
 _SIZING_CODE = tuple(sorted((_CODE / "worker").glob("*.py")))
-_SIZING_CODE += tuple(_CODE.parent / "kernels" / name for name in ("runtime.py", "inputs.py", "gpumode.py"))
+_SIZING_CODE += tuple(
+    _CODE.parent / "kernels" / name
+    for name in ("runtime.py", "seeding.py", "inputs.py", "gpumode.py", "gpumode_runtime.py")
+)
 
 
 def device_name(device: str) -> str:

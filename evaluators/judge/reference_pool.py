@@ -24,7 +24,7 @@ from evaluators.judge.reference_cache import ReferenceCache
 from evaluators.judge.timing_plan import ShapeTiming, time_side_by_side
 from evaluators.judge.toolchain import device_kind, toolchain_key
 from evaluators.worker.memory import RESERVE_BYTES
-from kernels.problem import Problem, ProblemError, Shape
+from kernels.problem_types import Problem, ProblemError, Shape
 
 # The options that change what the reference computes or how it is timed.
 REFERENCE_OPTIONS = {

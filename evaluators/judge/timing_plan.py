@@ -4,7 +4,7 @@ Each side is warmed up first; a first warm-up call, timed by the parent, sizes t
 repetitions. The repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
 medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
 repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
-in one run (docs/BENCHMARKS.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
+in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
 sets at once, the reference is timed first and the candidate after it, in one block each.
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
@@ -22,7 +22,7 @@ On a GPU both sides' repetitions hold the stream until their host has queued the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
 (a call that synchronizes inside itself waits it out; where the hold cannot load, it is spun in full). It is sized
 from the reference's rehearsal: LEAD_FACTOR times its issue time per call, which covers a process that issues the
-same calls 2.6x slower (bench/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
+same calls 2.6x slower (bench/probes/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
 flush, which come after the hold.
 """
 

@@ -11,7 +11,7 @@ from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.roofline import device_peaks, roofline_report
 from evaluators.judge.toolchain import device_kind
-from kernels.problem import Shape
+from kernels.problem_types import Shape
 
 
 def finish(result: EvalResult, status: str, message: str, diagnostics: str) -> EvalResult:
@@ -259,7 +259,7 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
 # reference's reading at the same shape is that floor, and a candidate's reading is counted as work only where it
 # exceeds the floor by more than the probe's noise. An honest candidate's reading exceeded the reference's by up to
 # 2.1 us on calls under 0.25 ms, in 232 shape timings of the bundled references judged as themselves on an H100
-# (docs/BENCHMARKS.md); at 1 us, 1.0 us of that noise was counted into an 18 us call, 5.8 % of it.
+# (docs/BENCHMARKS_HISTORY.md); at 1 us, 1.0 us of that noise was counted into an 18 us call, 5.8 % of it.
 SIDE_NOISE_MS, SIDE_NOISE_SHARE = 0.0025, 0.01
 
 

@@ -32,7 +32,7 @@ from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import toolchain_key
 from evaluators.profiling.report import parse_ncu_csv, parse_rocprof_csv, summarize
-from kernels.problem import Problem
+from kernels.problem_types import Problem
 
 NCU_METRICS = (
     "gpu__time_duration.sum",

@@ -1,7 +1,7 @@
 """The harness's own kernels (comparison, sketch, the stream's hold), loaded in a thread as a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
-0.31 s, then about 1 ms (bench/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
+0.31 s, then about 1 ms (bench/probes/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
 that on its critical path, in the reference's comparison of the trials and in its check of the timed repetitions.
 Loaded here, it overlaps the worker's imports, its wait for a job and the reference's own work.
 """
@@ -50,7 +50,7 @@ def warm(device: str, role: str) -> None:
 
     A candidate's: the sketch alone, all its timing loop runs of ours. It waits for this before its code is
     imported; while it loaded the comparison's kernels too, its build stage took 0.13-0.36 s on an H100 (b2a3c0b),
-    against 0.13-0.21 s before the warm-up (docs/BENCHMARKS.md; that this was the cause is not measured).
+    against 0.13-0.21 s before the warm-up (docs/BENCHMARKS_HISTORY.md; that this was the cause is not measured).
     """
     expected = torch.rand(256, device=device)
     if device == "cuda":

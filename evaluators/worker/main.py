@@ -18,7 +18,7 @@ import torch
 from evaluators.worker import buildshim, early_context, kernel_warmup, orphan_guard, startup_priority
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
-from kernels.problem import ProblemError
+from kernels.problem_types import ProblemError
 
 
 def error_report(exc: BaseException, stage: str, shape: str | None = None) -> dict:
@@ -69,7 +69,7 @@ def _import_what_a_job_may_need(role: str) -> None:
     """A spare's, while it waits: its role's module, and the extension builder and Triton a candidate may use.
 
     Only a spare: a CLI's workers have their job at once, and these imports were 0.2-0.3 s of a cold evaluation's
-    path on an H200, for candidates and references that use neither (docs/BENCHMARKS.md). A job that needs one
+    path on an H200, for candidates and references that use neither (docs/BENCHMARKS_HISTORY.md). A job that needs one
     imports it then; the worker wraps both as they are imported (worker/on_import.py).
     """
     from torch.utils import cpp_extension  # noqa: F401
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> None:
     orphan_guard.start(int(argv[2]))
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
-        # contexts opening beside a timed GEMM moved its median by 14 % (bench/timing_noise.py). Mostly opened
+        # contexts opening beside a timed GEMM moved its median by 14 % (bench/probes/timing_noise.py). Mostly opened
         # already, while torch imported; torch's own state (its runtime, allocator) starts here.
         early_context.wait()
         with starting_worker_lock():

@@ -2,7 +2,8 @@
 
 A worker wraps torch's extension builder and counts Triton's launches before the candidate can reach them, without
 importing either itself: a CLI's workers have their job at once, and importing them anyway put 0.2-0.3 s of each
-worker's start on a cold evaluation's path, for candidates and references that never use them (docs/BENCHMARKS.md).
+worker's start on a cold evaluation's path, for candidates and references that never use them
+(docs/BENCHMARKS_HISTORY.md).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from evaluators.worker.sketch import (
 )
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.trial_seeds import trial_plan
-from kernels.problem import Shape
+from kernels.problem_types import Shape
 
 ROOFLINE_DTYPES = {
     torch.float64: "fp64",
@@ -313,7 +313,7 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
     answers |= dict(zip(fresh_reps, sketch_values(fresh), strict=True))
     sketch = {rep: found[rep] if rep < len(found) else None for rep in range(command["reps"])}
     beyond = [rep for rep in range(command["reps"]) if sketch_mismatch(sketch[rep], answers[rep], floors[rep])]
-    # The full bound of a 6 GiB output took 31 ms on an H200 (bench/check_cost.py), every repetition's before.
+    # The full bound of a 6 GiB output took 31 ms on an H200 (bench/probes/check_cost.py), every repetition's before.
     bounds = []
     for rep in beyond:
         wanted = kept[rep][1] if rep in kept else _rep_outputs(session, model, command, rep)

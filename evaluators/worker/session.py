@@ -11,7 +11,8 @@ from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 from evaluators.worker.handoff import write_outputs
 from evaluators.worker.replies import Replies
 from evaluators.worker.timing_cpu import pinned, timing_cpu
-from kernels.problem import Shape, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
 

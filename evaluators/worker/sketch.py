@@ -91,7 +91,7 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
     Device scalars, with no synchronization: read_back turns many repetitions' bounds into floats at once.
     Each block is read in its own dtype and promoted to float64 inside the kernels that sum it, and the atol part
     is added once per weight: converting every block first, the bound of a 6 GiB float32 output took 64 ms on an
-    H200 against 31 ms (bench/check_cost.py), about 30 of them in each check of level1/19.
+    H200 against 31 ms (bench/probes/check_cost.py), about 30 of them in each check of level1/19.
     """
     bounds = []
     for index, tensor in enumerate(expected):

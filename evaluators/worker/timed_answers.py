@@ -4,10 +4,10 @@ The parent gives both sides' block b one nonce and the shape one sketch key (jud
 reference's repetition k of block b ran on the inputs of the candidate's repetition k of block b. Where its timing
 held every output (small outputs, judge/timing_plan.py), its sketch and its copy of each are what check_reps would
 otherwise compute again, with one reference call and input draw a repetition: 0.13 s of a cold level2/6 evaluation
-on an H100 (bench/timing_breakdown.py). The check bounds each sketch from the copy; the timing loop itself does the
-same work on both sides. Computing the bounds inside the reference's timing loop instead read the reference 0.5-1.7
-us slower than itself as a candidate on every small shape (docs/BENCHMARKS.md). Repetitions the reference did not
-time (a faster candidate has more a block) are still computed in the check.
+on an H100 (bench/probes/timing_breakdown.py). The check bounds each sketch from the copy; the timing loop itself
+does the same work on both sides. Computing the bounds inside the reference's timing loop instead read the reference
+0.5-1.7 us slower than itself as a candidate on every small shape (docs/BENCHMARKS_HISTORY.md). Repetitions the
+reference did not time (a faster candidate has more a block) are still computed in the check.
 """
 
 from __future__ import annotations

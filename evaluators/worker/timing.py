@@ -11,11 +11,11 @@ On a GPU each repetition first holds the stream, then draws the inputs and flush
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
 once the end event is queued (worker/stream_hold.py); the parent's `lead_ms` caps it, and is spun in full where that
 hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
-that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host (bench/launch_bound.py):
-the same reference, in two processes, 1.6-1.8x apart. The hold comes before the draw: work the call starts on a
-stream of its own while the timed stream is held finds this repetition's inputs not yet written, so the window for
-it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside its time: issuing the call,
-and preparing it (the draw, the flush and the start event).
+that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host
+(bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart. The hold comes before the
+draw: work the call starts on a stream of its own while the timed stream is held finds this repetition's inputs not
+yet written, so the window for it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside
+its time: issuing the call, and preparing it (the draw, the flush and the start event).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPo
     A worker keeps them from a shape's first timing command to its last (worker/session.py). Made anew for each
     command, they went back to the driver between blocks whenever the pool of held copies was released (its
     torch.cuda.empty_cache), and were allocated again for the next block: on an H200, level1/47's 8 GiB input then
-    read 12 % slow in stretches, in either process (docs/BENCHMARKS.md).
+    read 12 % slow in stretches, in either process (docs/BENCHMARKS_HISTORY.md).
     """
     flush = torch.empty(plan.flush_mb << 20, dtype=torch.int8, device="cuda") if device == "cuda" else None
     return InputPool(fresh_inputs, plan.timing_sets), flush
@@ -249,6 +249,6 @@ def probe_reading(idle_s: list[float], leftover_s: list[float]) -> float:
 
     The least of each: a host delay (the thread preempted, the driver busy) only lengthens a reading, while work
     still running on another stream lengthens every one. Medians of five read up to 29 us on honest one-stream
-    references on an H100 (docs/BENCHMARKS.md, "The side-stream probe's floor"), enough to count as work.
+    references on an H100 (docs/BENCHMARKS_HISTORY.md, "The side-stream probe's floor"), enough to count as work.
     """
     return max(0.0, (min(leftover_s) - min(idle_s)) * 1e3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernels.problem import DISTRIBUTIONS
+from kernels.problem_types import DISTRIBUTIONS
 
 
 def trial_plan(seed: int, trials: int) -> list[tuple[int, str]]:

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from evaluators import EvalOptions, evaluate
-from kernels.problem import import_problem_module, load_problem
+from kernels.problem import load_problem
+from kernels.runtime import import_problem_module
 from tests.evaluators.conftest import CANDIDATES, PROBLEM, candidate
 
 pytestmark = pytest.mark.gpu

@@ -24,7 +24,8 @@ from evaluators.executors.journal import Journal  # noqa: E402
 from evaluators.executors.local import ClusterError, InfrastructureError  # noqa: E402
 from evaluators.executors.ray import RayExecutor, node_options  # noqa: E402
 from evaluators.judge.result import EvalResult  # noqa: E402
-from kernels.problem import ProblemError, load_problem  # noqa: E402
+from kernels.problem import load_problem  # noqa: E402
+from kernels.problem_types import ProblemError  # noqa: E402
 from tests.evaluators.conftest import PROBLEM, candidate  # noqa: E402
 
 pytestmark = pytest.mark.slow

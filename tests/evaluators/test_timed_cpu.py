@@ -3,7 +3,8 @@
 import pytest
 
 from evaluators import EvalOptions, evaluate
-from kernels.problem import ProblemError, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import ProblemError
 from tests.evaluators.conftest import PROBLEM, candidate
 
 

@@ -2,7 +2,7 @@
 event, its host times reported; the hold's fallback to a spin; the side-stream probe's reading.
 
 Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
-on any machine; what the hold does to the timing is measured by bench/launch_bound.py and
+on any machine; what the hold does to the timing is measured by bench/probes/launch_bound.py and
 bench/reference_against_itself.py on a GPU, and the hold itself by tests/evaluators/test_stream_hold.py there.
 """
 
@@ -159,7 +159,7 @@ def _time(session: Session, shape: int, first: int, last: bool) -> None:
 
 def test_a_shapes_input_sets_live_from_its_first_timing_command_to_its_last():
     """Made afresh for each block, 8 GiB of them went back to the driver between blocks and read 12 % slow in
-    stretches on an H200 (docs/BENCHMARKS.md, level1/47)."""
+    stretches on an H200 (docs/BENCHMARKS_HISTORY.md, level1/47)."""
     session = _session()
     _time(session, 0, 0, last=False)
     shape, (pool, _flush) = session.timing_tensors

@@ -11,7 +11,7 @@ from evaluators.judge.result import ShapeResult
 from graph import lab
 from graph.lab import ARCHIVE_FILE
 from kernels.archive import Archive
-from kernels.problem import SEEDS_DIR
+from kernels.problem_types import SEEDS_DIR
 
 from .conftest import SHORT, cli, read_summary
 

@@ -13,7 +13,7 @@ from graph import lab, quarantine
 from graph.lab import ARCHIVE_FILE
 from graph.suite_runs import suite_row
 from kernels.archive import Archive
-from kernels.problem import SEEDS_DIR
+from kernels.problem_types import SEEDS_DIR
 
 from .conftest import SHORT, cli, read_summary
 

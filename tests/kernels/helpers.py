@@ -3,7 +3,9 @@
 import importlib.util
 import types
 
-from kernels.problem import Shape, import_problem_module, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Shape
+from kernels.runtime import import_problem_module
 
 NAMES = ["bias_gelu", "fp8_blockscale_gemm", "fused_residual_norm", "layer_norm", "matmul_bf16", "row_softmax"]
 

@@ -3,7 +3,8 @@
 import pytest
 
 from kernels.bundle import pack_problem, unpack_once, unpack_problem, write_bundle
-from kernels.problem import Problem, ProblemError, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import Problem, ProblemError
 
 
 def test_a_kernelbench_file_travels_and_loads_the_same(tmp_path):

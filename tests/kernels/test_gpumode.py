@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.gpumode import GpuModeRuntime, derive_seed
+from kernels.gpumode_runtime import GpuModeRuntime, derive_seed
 from kernels.gpumode_static import cuda_only
-from kernels.problem import ProblemError, load_problem
+from kernels.problem import load_problem
+from kernels.problem_types import ProblemError
 from kernels.runtime import problem_runtime
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpumode"

@@ -2,7 +2,9 @@
 
 import pytest
 
-from kernels.problem import ProblemError, bundled_problems, import_problem_module, load_problem
+from kernels.problem import bundled_problems, load_problem
+from kernels.problem_types import ProblemError
+from kernels.runtime import import_problem_module
 
 from .helpers import NAMES
 

@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from kernels.problem import Shape
+from kernels.problem_types import Shape
 
 from .helpers import case_id, seed_module, shape_cases, shape_module
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.problem import ProblemError
+from kernels.problem_types import ProblemError
 from kernels.suite import SuiteError, load_suite
 
 FIXTURES = Path(__file__).parent / "fixtures"

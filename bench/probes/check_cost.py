@@ -1,7 +1,7 @@
 """What the reference's checks cost on one large output: a sketch, its bound, and an element-wise comparison.
 
-`python bench/check_cost.py [--elements N] [--dtype float32] [--repeats 5] [--root TREE]` on a GPU: times, with the
-device synchronized around each, the sketch of an N-element output (worker/sketch.py), the bound of an honest sketch
+`python bench/probes/check_cost.py [--elements N] [--dtype float32] [--repeats 5] [--root TREE]` on a GPU: times, with
+the device synchronized around each, the sketch of an N-element output (worker/sketch.py), the bound of an honest sketch
 (`sketch_tolerance`, read back as the check reads it) and `compare_outputs` against a copy within tolerance, in
 COMPARE_CHUNK chunks as the reference compares. level1/19's outputs are 4096 x 393216 (the default N). --root imports
 the evaluator from another checkout, so two commits can be timed on one machine. Prints medians in ms as JSON.
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _timed(fn, repeats: int, sync) -> float:

@@ -1,6 +1,6 @@
 """Device memory when a suite moves to a 6 GiB problem right after another: what the new plan sees free, and the peak.
 
-`python bench/warm_memory.py --kernelbench PATH FIRST SECOND [--root TREE]`: one process evaluates FIRST, then
+`python bench/memory_after_problem.py --kernelbench PATH FIRST SECOND [--root TREE]`: one process evaluates FIRST, then
 SECOND (files under KernelBench/, each its reference as candidate), as `evaluators.batch` does. Prints the free
 bytes SECOND's memory plan saw, the peak device memory nvidia-smi saw during SECOND, and both verdicts. --root
 runs another checkout's evaluator (an earlier commit) with this same script.

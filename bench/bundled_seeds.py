@@ -1,7 +1,7 @@
 """Benchmark the evaluator on every bundled problem's seed: times, speedup, roofline, repeatability, overhead.
 
-`python bench/evaluator_bench.py [--device cuda] [--repeats 5] [--budget-s S] [--out DIR]` prints two Markdown
-tables and writes evaluator_bench.json. Per problem: the reference's and the seed's median, the speedup, the
+`python bench/bundled_seeds.py [--device cuda] [--repeats 5] [--budget-s S] [--out DIR]` prints two Markdown
+tables and writes bundled_seeds.json. Per problem: the reference's and the seed's median, the speedup, the
 fraction of the roofline, the spread of the seed's median over the repeated evaluations, the wall time of one
 evaluation against the time spent inside timed kernels, the build stage cold and cached, and the median's
 agreement with triton.testing.do_bench measured in this process; then where one evaluation's wall time goes.
@@ -26,7 +26,8 @@ import torch  # noqa: E402
 from evaluators import EvalOptions, evaluate  # noqa: E402
 from evaluators.judge import reference_pool, spares  # noqa: E402
 from evaluators.judge.toolchain import device_kind, resolve_device  # noqa: E402
-from kernels.problem import bundled_problems, import_problem_module, load_problem  # noqa: E402
+from kernels.problem import bundled_problems, load_problem  # noqa: E402
+from kernels.runtime import import_problem_module  # noqa: E402
 
 
 def machine() -> dict:
@@ -170,11 +171,11 @@ def main() -> None:
                     continue
                 rows.append(bench_problem(name, device, args.repeats, Path(cache)))
                 print(json.dumps(rows[-1]), flush=True)
-                (args.out / "evaluator_bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+                (args.out / "bundled_seeds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         finally:  # waiting spares and reference workers use the cache directory: they go before it does
             spares.close_all()
             reference_pool.close_all()
-    (args.out / "evaluator_bench.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+    (args.out / "bundled_seeds.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     print(json.dumps(machine()))
     print(table(rows, args.repeats))
     print(stage_table(rows))

@@ -1,6 +1,6 @@
 """Whether where an input set lies in device memory, or when it is timed, moves a shape's time.
 
-`python bench/timing_episodes.py PROBLEM SHAPE [--processes 3] [--sets 8] [--reps 100]` on a GPU: each process
+`python bench/probes/timing_episodes.py PROBLEM SHAPE [--processes 3] [--sets 8] [--reps 100]` on a GPU: each process
 holds `--sets` input sets of the shape at once and times the reference on each in turn, as the harness times a
 repetition (cache flush, events, the device idle at its end). Prints each process's per-set medians. Sets that agree
 within a process while processes disagree point at the process (its placement in memory, its host thread); sets
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 ONE_PROCESS = r"""
 import statistics, sys, torch

@@ -1,6 +1,6 @@
 """The device's own cost of an eager launch, process by process and stream by stream, beside a launch-heavy shape.
 
-`python bench/launch_modes.py [--processes 8] [--streams 8] [--problem fused_residual_norm] [--shape 3] [--out FILE]`
+`python bench/launch_cost.py [--processes 8] [--streams 8] [--problem fused_residual_norm] [--shape 3] [--out FILE]`
 on a GPU. Each process, started fresh: the device's time per launch of a one-element add, 200 queued behind the
 stream hold (worker/stream_hold.py) so the host's speed is out of it, on the default stream, then on each of
 `--streams` streams of its own in the order they were made, then the same 200 adds as one CUDA graph; then the

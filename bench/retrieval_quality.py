@@ -1,6 +1,6 @@
 """Retrieval benchmark: recall@5 and MRR per search mode, build and rebuild times, warm query latency.
 
-    python bench/retrieval_bench.py [--questions FILE] [--index-dir DIR] [--json OUT] [--check-labels]
+    python bench/retrieval_quality.py [--questions FILE] [--index-dir DIR] [--json OUT] [--check-labels]
 
 Builds the bundled literature into a fresh index (unless --index-dir names one) with the real CLI in a
 subprocess, so build times include start-up and model loading as a user sees them.
@@ -55,7 +55,7 @@ def timed_build(index_dir: Path) -> tuple[float, str]:
     )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"retrieval_bench: build failed ({done.returncode}): {done.stderr.strip()}")
+        raise SystemExit(f"retrieval_quality: build failed ({done.returncode}): {done.stderr.strip()}")
     return seconds, done.stdout.strip()
 
 
@@ -106,7 +106,7 @@ def main() -> int:
     questions = json.loads(args.questions.read_text(encoding="utf-8"))["questions"]
     problems = check_labels(questions)
     for problem in problems:
-        print(f"retrieval_bench: label {problem}", file=sys.stderr)
+        print(f"retrieval_quality: label {problem}", file=sys.stderr)
     if problems or args.check_labels:
         return 1 if problems else 0
 

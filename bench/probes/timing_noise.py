@@ -1,11 +1,11 @@
 """What moves a timed median on a GPU: another process opening a CUDA context, or the card's heat.
 
-`python bench/timing_noise.py [--rounds N] [--out DIR]` on a GPU. Written after evaluations of problems' references
-against themselves came out at 0.77x-1.18x on single shapes, while spare worker processes started beside them.
-Times two workloads with triton.testing.do_bench (median of 100 ms), N times back to back, in four conditions:
-quiet; while 16 other processes (torch already imported) open a CUDA context each, 0.1 s apart; the same with
-each opening under the evaluator's per-GPU timing lock, which the timing holds; and right after 2 s of the
-workload back to back. Prints each condition's median, min and max; writes timing_noise.json.
+`python bench/probes/timing_noise.py [--rounds N] [--out DIR]` on a GPU. Written after evaluations of problems'
+references against themselves came out at 0.77x-1.18x on single shapes, while spare worker processes started beside
+them. Times two workloads with triton.testing.do_bench (median of 100 ms), N times back to back, in four conditions:
+quiet; while 16 other processes (torch already imported) open a CUDA context each, 0.1 s apart; the same with each
+opening under the evaluator's per-GPU timing lock, which the timing holds; and right after 2 s of the workload back to
+back. Prints each condition's median, min and max; writes timing_noise.json.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
@@ -51,7 +51,7 @@ class Openers:
     COUNT, EVERY_S = 16, 0.1
 
     def __init__(self, lock_dir: Path | None):
-        args = [sys.executable, "-c", OPENER, str(Path(__file__).resolve().parents[1])]
+        args = [sys.executable, "-c", OPENER, str(Path(__file__).resolve().parents[2])]
         args += [str(lock_dir)] if lock_dir else []
         self.procs = [subprocess.Popen(args, stdin=subprocess.PIPE) for _ in range(self.COUNT)]
         self.stop = threading.Event()

@@ -1,13 +1,13 @@
 """The stream's hold before each repetition: spun for the whole lead, or released by the host once it has issued.
 
-`python bench/stream_hold.py PROBLEM... [--rounds 5] [--reps 100] [--sync-inside] [--out FILE]` on a GPU: PROBLEM is
-a bundled name or a problem file (a KernelBench file is judged at its own sizes). For each benchmark shape the
+`python bench/probes/stream_hold.py PROBLEM... [--rounds 5] [--reps 100] [--sync-inside] [--out FILE]` on a GPU: PROBLEM
+is a bundled name or a problem file (a KernelBench file is judged at its own sizes). For each benchmark shape the
 reference is built once and timed by the evaluator's own loop (worker/timing.py), in rounds that alternate the two
-holds: `spin` holds the stream for the full lead, as the loop did before worker/stream_hold.py; `released` ends the
-hold once the repetition's end event is queued, with the lead as its cap. The lead is the parent's, sized from a
-rehearsal (judge/timing_plan.py). Prints, per hold, the median of the rounds' medians (the time the events read,
-which must agree) and the host's milliseconds per repetition (what a repetition costs the evaluation).
-`--sync-inside` also times a call that reads a value back inside itself, which must wait out the cap, not hang.
+holds: `spin` holds the stream for the full lead, as the loop did before worker/stream_hold.py; `released` ends the hold
+once the repetition's end event is queued, with the lead as its cap. The lead is the parent's, sized from a rehearsal
+(judge/timing_plan.py). Prints, per hold, the median of the rounds' medians (the time the events read, which must agree)
+and the host's milliseconds per repetition (what a repetition costs the evaluation). `--sync-inside` also times a call
+that reads a value back inside itself, which must wait out the cap, not hang.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402

@@ -1,6 +1,6 @@
 """What stopping a candidate's processes around the reference's timing commands costs (judge/pause.py).
 
-`python bench/pause_cost.py [PROBLEM] [--device cpu|cuda]` evaluates PROBLEM (default: row_softmax) with its
+`python bench/probes/pause_cost.py [PROBLEM] [--device cpu|cuda]` evaluates PROBLEM (default: row_softmax) with its
 reference as the candidate, twice (a cold evaluation, then one with the reference warm), and times every pause:
 the SIGSTOP to the candidate's group and every descendant, the wait until each of its threads reads as stopped,
 and, after the reference's command, the SIGCONT. Prints per evaluation the pauses' count, median and total, the
@@ -14,8 +14,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: kernelbench_eval
 
 from kernelbench_eval import alias_candidate  # noqa: E402
 

@@ -1,6 +1,6 @@
 """How long a worker process takes to start (import torch and torch._dynamo, open a CUDA context), idle and busy.
 
-`python bench/worker_start.py` on a GPU: twice with the GPU idle, then twice while another process keeps it busy
+`python bench/probes/worker_start.py` on a GPU: twice with the GPU idle, then twice while another process keeps it busy
 with bf16 matmuls. This is what a spare must finish before an evaluation can claim it. Then how long a process
 holding a CUDA context (and 1 GiB) takes to go once killed: what closing a worker waits for, and what the CLI,
 exiting after its one evaluation, no longer waits for.

@@ -1,6 +1,6 @@
 """What a fresh process pays the first time the harness compares outputs, and what the worker's warm-up saves.
 
-`python bench/first_use.py [--warm] [--numel N]` on a GPU, in a fresh process: opens the CUDA context, then (with
+`python bench/probes/first_use.py [--warm] [--numel N]` on a GPU, in a fresh process: opens the CUDA context, then (with
 --warm) runs the worker's kernel warm-up (worker/kernel_warmup.py) and times it, then times three comparisons of N
 float32 elements (default 3,225,600: 12.9 MB) against a copy a little off, as the reference compares a trial.
 `--ops` instead times each operation of the comparison's float path on its first use, one by one.
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 

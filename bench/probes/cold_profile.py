@@ -1,15 +1,15 @@
 """Where one cold `python -m evaluators.run` spends its seconds, process by process, on one clock.
 
-`python bench/cold_profile.py PROBLEM [--device cuda] [--runs 1] [--rate 250] [--window-ms 50] [--kernelbench PATH]
-[--out DIR]` (needs py-spy: `pip install py-spy`). PROBLEM is a bundled name or a problem file; the candidate is
-its reference (an identity ModelNew). Each run is a fresh CLI process with an empty cache directory, sampled with
-its workers by `py-spy record --subprocesses --idle` into a Chrome trace (one clock for every process). Prints,
-per process (the CLI, the reference's worker, the candidate's), its main thread as a timeline of phases from the
-CLI's start: an import (labelled by the package imported first), else the innermost function of this repository
-on the stack. With --kernelbench, KernelBench's harness process (bench/kernelbench_eval.py's) is sampled the same
-way after each run. Keeps each trace in --out. Sampling slows what it samples: compare phases, not totals. py-spy
-can miss stretches of samples (1.8-2.2 s in 4 of 6 runs on an H100 host): such a stretch reads as one long phase
-in every process at once; bench/timing_breakdown.py times the parent's commands without sampling.
+`python bench/probes/cold_profile.py PROBLEM [--device cuda] [--runs 1] [--rate 250] [--window-ms 50] [--kernelbench
+PATH] [--out DIR]` (needs py-spy: `pip install py-spy`). PROBLEM is a bundled name or a problem file; the candidate is
+its reference (an identity ModelNew). Each run is a fresh CLI process with an empty cache directory, sampled with its
+workers by `py-spy record --subprocesses --idle` into a Chrome trace (one clock for every process). Prints, per process
+(the CLI, the reference's worker, the candidate's), its main thread as a timeline of phases from the CLI's start: an
+import (labelled by the package imported first), else the innermost function of this repository on the stack. With
+--kernelbench, KernelBench's harness process (bench/kernelbench_eval.py's) is sampled the same way after each run. Keeps
+each trace in --out. Sampling slows what it samples: compare phases, not totals. py-spy can miss stretches of samples
+(1.8-2.2 s in 4 of 6 runs on an H100 host): such a stretch reads as one long phase in every process at once;
+bench/probes/timing_breakdown.py times the parent's commands without sampling.
 """
 
 import argparse
@@ -22,8 +22,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # kernelbench_eval
 
 from kernelbench_eval import HARNESS, alias_candidate, cli_env  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Why KernelBench's median of a reference differs from ours: its timing loop, one change at a time, in one process.
 
-`python bench/kb_timing_gap.py --kernelbench PATH NAMES... [--rounds 3] [--trials 100] [--out FILE]` on a GPU:
+`python bench/probes/kb_timing_gap.py --kernelbench PATH NAMES... [--rounds 3] [--trials 100] [--out FILE]` on a GPU:
 PATH is a KernelBench checkout (its `src` is imported, nothing is copied here); NAMES are files under
 `KernelBench/`. Each problem's Model is built once, as KernelBench's eval builds it (seed 42, on the device, float32),
 its inputs are drawn on the device, and it is timed in rounds, in a rotated order, by:
@@ -23,8 +23,9 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # kernelbench_eval
 
 import torch  # noqa: E402
 import triton.testing  # noqa: E402

@@ -1,8 +1,8 @@
 """What one timed repetition costs the host, piece by piece, and what the whole loop costs a repetition.
 
-`python bench/rep_cost.py PROBLEM... [--n 200] [--reps 100] [--rounds 3] [--out FILE]` on a GPU: PROBLEM is a bundled
-name or a problem file (a KernelBench file at its own sizes). At each benchmark shape the reference is built once,
-then, in one process:
+`python bench/probes/rep_cost.py PROBLEM... [--n 200] [--reps 100] [--rounds 3] [--out FILE]` on a GPU: PROBLEM is a
+bundled name or a problem file (a KernelBench file at its own sizes). At each benchmark shape the reference is built
+once, then, in one process:
 - each piece of the timing loop's repetition (worker/timing.py) is timed on the host `--n` times, with the device
   synchronized after each so no queue builds up: the stream's hold and its release, the seeding alone (ours, and
   torch.manual_seed's for comparison), the input draw (seeding and the problem's generator), the flush, an event,
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
@@ -33,7 +33,8 @@ from evaluators.worker.sketch import Sketcher  # noqa: E402
 from evaluators.worker.timing import Clocks, warm_up  # noqa: E402
 from evaluators.worker.trials import flatten_outputs  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
-from kernels.runtime import problem_runtime, seed_everything  # noqa: E402
+from kernels.runtime import problem_runtime  # noqa: E402
+from kernels.seeding import seed_everything  # noqa: E402
 
 
 def host_us(piece, n: int, clocks: Clocks) -> float:

@@ -1,6 +1,6 @@
 """How long `--help` takes to print for the CLIs (start-up cost before any work): median of N runs each.
 
-python bench/help_time.py [--repeat 5]
+python bench/cli_startup.py [--repeat 5]
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Our timing loop against triton.testing.do_bench on the 8192^3 bf16 matmul, with SM clock and power per phase.
 
-`python bench/do_bench_clocks.py [REP_MS]` on a GPU: alternates our timer (fresh inputs and a cache flush per
+`python bench/probes/do_bench_clocks.py [REP_MS]` on a GPU: alternates our timer (fresh inputs and a cache flush per
 repetition, as the evaluator times) with do_bench (the same inputs back to back) three times, then a 1 s do_bench
 and ours once more, polling nvidia-smi every 50 ms. Written to find out why our median of a power-limited GEMM
 can be several per cent below do_bench's.
@@ -14,7 +14,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 import triton.testing  # noqa: E402

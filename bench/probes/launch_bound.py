@@ -1,6 +1,6 @@
 """Whether a reference's timed median is set by the device or by its host thread's launches, process by process.
 
-`python bench/launch_bound.py PROBLEM... [--processes 6] [--reps 300] [--out DIR]` on a GPU. Written after the
+`python bench/probes/launch_bound.py PROBLEM... [--processes 6] [--reps 300] [--out DIR]` on a GPU. Written after the
 bundled references, each timed against itself, still came out 2-3 % apart on a few sub-millisecond shapes, one
 process above the other in nearly every block (`reference_against_itself.py --reanalyze`).
 
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPIN_CYCLES = 2_000_000  # about 1 ms at an H100's clock: far longer than any launch sequence timed here
 
 

@@ -1,8 +1,8 @@
 """Whether a reference's time depends on what its process allocated on the device before building the reference.
 
-`python bench/allocation_order.py PROBLEM [--shape N] [--processes 3] [--out FILE]` on a GPU: PROBLEM is a bundled
-name or a problem file, N the index of a benchmark shape. Fresh processes, one variant after another in turn, each
-building the reference (its parameters on the device):
+`python bench/probes/allocation_order.py PROBLEM [--shape N] [--processes 3] [--out FILE]` on a GPU: PROBLEM is a
+bundled name or a problem file, N the index of a benchmark shape. Fresh processes, one variant after another in turn,
+each building the reference (its parameters on the device):
 - `first`: before anything else is allocated on the device;
 - `after 1 element`: after a one-element tensor, as a worker's first device call makes one (worker/main.py);
 - `after 64 MiB`: after a 64 MiB tensor;
@@ -21,7 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from launch_modes import block_medians, shape_runtime
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts that stay there
+
+from launch_cost import block_medians, shape_runtime  # noqa: E402
 
 VARIANTS = {"first": None, "after 1 element": 0, "after 64 MiB": 64}
 

@@ -1,11 +1,10 @@
 """How soon one cold `python -m evaluators.run` starts its two workers: seconds from its own exec to theirs.
 
-`python bench/spawn_point.py PROBLEM [--device cpu|cuda] [--runs 5] [--old TREE ...]` (needs strace). PROBLEM is a
-bundled name or a problem file; the candidate is its reference (an identity ModelNew). Each run is a fresh CLI
-process with an empty cache directory, under `strace -f -e trace=execve`; this checkout's CLI and each --old
-checkout's (an earlier commit, e.g. from `git worktree add`) take turns, run by run. Prints per tree the medians of
-the first and the second worker's exec after the CLI's. Everything a worker does waits for it: its `import torch`
-starts there.
+`python bench/probes/spawn_point.py PROBLEM [--device cpu|cuda] [--runs 5] [--old TREE ...]` (needs strace). PROBLEM is
+a bundled name or a problem file; the candidate is its reference (an identity ModelNew). Each run is a fresh CLI process
+with an empty cache directory, under `strace -f -e trace=execve`; this checkout's CLI and each --old checkout's (an
+earlier commit, e.g. from `git worktree add`) take turns, run by run. Prints per tree the medians of the first and the
+second worker's exec after the CLI's. Everything a worker does waits for it: its `import torch` starts there.
 """
 
 import argparse
@@ -17,10 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kernelbench_eval import alias_candidate, cli_env
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # kernelbench_eval
+
+from kernelbench_eval import alias_candidate, cli_env  # noqa: E402
 
 from kernels.problem import load_problem  # noqa: E402
 

@@ -1,13 +1,13 @@
 """Does where a call's memory lies change its time? One shape, timed at several placements in one process.
 
-`python bench/placement_spread.py PROBLEM [--shape N] [--placements 8] [--passes 3] [--reps 200] [--out FILE]` on a
-GPU: PROBLEM is a bundled name or a problem file, N the index of a benchmark shape. Each placement is a memory pool
-of its own (torch.cuda.MemPool) that first holds a spacer of a random size (0-510 MiB, in 2 MiB steps), then the
-placement's inputs and every block the call allocates for itself: each placement keeps its memory, and no two share
-any. The passes time every placement in turn, in a rotated order, so a drift in time reaches all of them alike. If
-placements differ by more than the passes of one placement do, a process's placement biases its median (the
-per-process bias of the reference timed against itself, docs/BENCHMARKS.md). Repetitions are timed as the
-evaluator times them: a held stream, a 512 MiB flush, events around the call.
+`python bench/probes/placement_spread.py PROBLEM [--shape N] [--placements 8] [--passes 3] [--reps 200] [--out FILE]` on
+a GPU: PROBLEM is a bundled name or a problem file, N the index of a benchmark shape. Each placement is a memory pool of
+its own (torch.cuda.MemPool) that first holds a spacer of a random size (0-510 MiB, in 2 MiB steps), then the
+placement's inputs and every block the call allocates for itself: each placement keeps its memory, and no two share any.
+The passes time every placement in turn, in a rotated order, so a drift in time reaches all of them alike. If placements
+differ by more than the passes of one placement do, a process's placement biases its median (the per-process bias of the
+reference timed against itself, docs/BENCHMARKS_HISTORY.md). Repetitions are timed as the evaluator times them: a
+held stream, a 512 MiB flush, events around the call.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402

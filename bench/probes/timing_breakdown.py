@@ -1,13 +1,13 @@
 """Where an evaluation's seconds go, command by command, on the parent's clock.
 
-`python bench/timing_breakdown.py PROBLEM [--device cuda] [--runs 2] [--rehearsals]`: PROBLEM is a bundled name or a
-problem file; the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first
-with an empty cache directory, the next ones with what it left. Every command the parent sends a worker is timed
-where it is sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around
-the reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds,
-largest first: the timing stage's parts are the `warm`, `time`, `probe`, `hand_over`, `check_reps` and `release`
-rows and the pauses. Wrapping adds a few microseconds a command. --rehearsals also prints each side's rehearsal on a
-GPU, the reference's first: the lead it held and its host times per repetition (the reference's sizes the lead).
+`python bench/probes/timing_breakdown.py PROBLEM [--device cuda] [--runs 2] [--rehearsals]`: PROBLEM is a bundled name
+or a problem file; the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first
+with an empty cache directory, the next ones with what it left. Every command the parent sends a worker is timed where
+it is sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around the
+reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds, largest
+first: the timing stage's parts are the `warm`, `time`, `probe`, `hand_over`, `check_reps` and `release` rows and the
+pauses. Wrapping adds a few microseconds a command. --rehearsals also prints each side's rehearsal on a GPU, the
+reference's first: the lead it held and its host times per repetition (the reference's sizes the lead).
 """
 
 import argparse
@@ -19,8 +19,9 @@ from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # kernelbench_eval
 
 from kernelbench_eval import alias_candidate  # noqa: E402
 
