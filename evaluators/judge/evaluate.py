@@ -202,12 +202,13 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
-                # A disputed timing is measured again, the reference's with it: noise passes, a forger's timer
-                # says the same twice.
-                reference_timing, timing = _timed(ask, reference, i, options)
+                # A disputed timing is measured again, the reference's with it, with the machine's other GPUs
+                # quiet: their work's noise passes, a forger's timer says the same twice.
+                reference_timing, timing = _timed(ask, reference, i, options, alone=True)
         except LockTimeout as exc:
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
+        result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + timing.lock_wait_s
         held = chosen_after(timing, memory["retained"], options.strict)
         ask({"cmd": "hand_over", "shape": i, "reps": held}, "handed", "timing")
         checked = reference.request(
@@ -246,10 +247,10 @@ def _waited(get, reference, result: EvalResult, together: bool):
         result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
 
 
-def _timed(ask, reference, shape: int, options: EvalOptions):
+def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False):
     """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol."""
     reference_timing, timing = reference.time_beside(
-        shape, lambda command, event: ask(command, event, "timing"), options.strict, ask.candidate.paused
+        shape, lambda command, event: ask(command, event, "timing"), options.strict, ask.candidate.paused, alone
     )
     why = _malformed_timing(timing)
     if why:

@@ -144,11 +144,14 @@ class ReferenceWorker:
         with self.lock:
             return self._checked(lambda: self.worker.call(command, event, stage))
 
-    def time_beside(self, shape: int, candidate_call, strict: bool, quiet) -> tuple[ShapeTiming, ShapeTiming]:
+    def time_beside(
+        self, shape: int, candidate_call, strict: bool, quiet, alone: bool = False
+    ) -> tuple[ShapeTiming, ShapeTiming]:
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
-        context in which the candidate's processes are stopped, around each of the reference's commands. The
+        context in which the candidate's processes are stopped, around each of the reference's commands; `alone`, with
+        nothing timed or started on the machine's other GPUs meanwhile. The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
         for, are measured once per shape and kept.
@@ -169,7 +172,7 @@ class ReferenceWorker:
         with self.lock:
             return time_side_by_side(
                 call, candidate_call, shape, self.device, self.options, memory, strict,
-                compiled if self.options.compile_baseline else None,
+                compiled if self.options.compile_baseline else None, alone,
             )  # fmt: skip
 
     @property

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import secrets
 import statistics
+import time
 from dataclasses import dataclass, field
 
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_kind
 from evaluators.judge.wall import Span
-from evaluators.worker.device_lock import device_key, device_lock
+from evaluators.worker.device_lock import device_key, device_lock, host_lock
 
 # Every timed output is held (and the parent picks which to check after the timing) when they fit in this much;
 # beyond it the parent picks them before the timing and the sketches alone cover the rest.
@@ -77,6 +78,7 @@ class ShapeTiming:
     side_stream_ms: float = 0.0
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
+    lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
@@ -215,16 +217,22 @@ def _rehearse_reference(reference: Side) -> float:
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      strict: bool, compiled=None):  # fmt: skip
+                      strict: bool, compiled=None, alone: bool = False):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `compiled(side)`, if given,
     times torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed).
+    `alone`: with no timing or worker start on any other GPU of this machine meanwhile.
     """
     sketch_key = secrets.randbits(62)
     reference = Side(reference_call, shape, device, options, memory, strict, sketch_key)
     candidate = Side(candidate_call, shape, device, options, memory, strict, sketch_key)
-    with device_lock(options.cache_dir, device_key(device), options.lock_timeout_s):
+    waited = time.perf_counter()
+    with (
+        device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
+        host_lock(options.cache_dir, alone, options.lock_timeout_s),
+    ):
+        waited = time.perf_counter() - waited
         if memory["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()
@@ -255,6 +263,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for b, run in enumerate(runs):
                 candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
         candidate_timing = candidate.finish(reference=False)
+        candidate_timing.lock_wait_s = waited
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
     return reference_timing, candidate_timing

@@ -104,3 +104,46 @@ def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the
         while not _has_cuda_context(worker.proc.pid):
             assert time.monotonic() < deadline, "the worker never opened its context once the lock was free"
             time.sleep(0.5)
+
+
+def test_timings_on_several_gpus_share_the_host_and_one_alone_waits_for_them(tmp_path):
+    from evaluators.worker.device_lock import host_lock
+
+    with host_lock(tmp_path), host_lock(tmp_path):  # two GPUs timing at once
+        with pytest.raises(LockTimeout, match="host's timing lock"):
+            with host_lock(tmp_path, alone=True, timeout_s=0.2):
+                pass
+    with host_lock(tmp_path, alone=True, timeout_s=0.2):
+        with pytest.raises(LockTimeout):
+            with host_lock(tmp_path, timeout_s=0.2):
+                pass
+
+
+def test_one_waiting_to_be_alone_is_not_starved_by_timings_that_come_after_it(tmp_path):
+    import threading
+
+    from evaluators.worker.device_lock import host_lock
+
+    order, first_in = [], threading.Event()
+
+    def timing(name, hold_s):
+        with host_lock(tmp_path):
+            order.append(name)
+            first_in.set()
+            time.sleep(hold_s)
+
+    def alone():
+        with host_lock(tmp_path, alone=True):
+            order.append("alone")
+
+    earlier = threading.Thread(target=timing, args=("earlier", 0.5))
+    earlier.start()
+    first_in.wait()
+    waiting = threading.Thread(target=alone)
+    waiting.start()
+    time.sleep(0.1)  # it now waits for the earlier timing, holding the turnstile
+    later = threading.Thread(target=timing, args=("later", 0))
+    later.start()
+    for thread in (earlier, waiting, later):
+        thread.join(timeout=10)
+    assert order == ["earlier", "alone", "later"]

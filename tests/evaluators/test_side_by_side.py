@@ -244,3 +244,17 @@ def test_calls_that_issue_slower_than_they_run_are_flagged_but_timed_as_the_devi
     assert flags == ["host_bound"] and shape.runtime_ms == pytest.approx(0.018)
     for issued in ([0.01] * 100, [0.03] * 99, [float("nan")] * 100, "fast", None):
         assert _judged_with_probes(0.0, 0.0, issue_ms=issued)[1] == []
+
+
+def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(tmp_path, cuda_lock):
+    from evaluators.worker.device_lock import LockTimeout, host_lock
+
+    memory = {"retained": 4, "side_by_side": True, "sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1024}]}
+    options = EvalOptions(cache_dir=tmp_path, lock_timeout_s=0.3)
+    with host_lock(tmp_path):  # another GPU of the machine timing
+        log = []
+        time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, False)
+        assert _timed_blocks(log)
+        with pytest.raises(LockTimeout, match="host's"):
+            time_side_by_side(Process("reference", []), Process("candidate", []), 0, "cuda", options, memory, False,
+                              alone=True)  # fmt: skip
