@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,8 +59,8 @@ def churners(kind: str) -> list[subprocess.Popen]:
     gpus = range(1, torch.cuda.device_count())
     if kind == "alloc":
         return [subprocess.Popen([sys.executable, "-c", ALLOC_LOOP, str(g)]) for g in gpus]
-    loop = f'while true; do python3 -c "{CONTEXT_ONCE}"; done'
-    return [subprocess.Popen(["bash", "-c", loop], env={"CUDA_VISIBLE_DEVICES": str(g), "PATH": "/usr/bin:/bin"},
+    loop = f'while true; do "{sys.executable}" -c "{CONTEXT_ONCE}"; done'  # this Python: the one with torch
+    return [subprocess.Popen(["bash", "-c", loop], env=os.environ | {"CUDA_VISIBLE_DEVICES": str(g)},
                              start_new_session=True) for g in gpus]  # fmt: skip
 
 

@@ -106,7 +106,7 @@ class Contended(Exception):
 
 def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
     """One try at the evaluation; with `overlap`, the candidate may build while a new reference plans."""
-    process.wait_for_dismissed()  # an earlier evaluation's candidate gives its device memory back first
+    process.wait_for_dismissed(device)  # an earlier evaluation's candidate gives this device's memory back first
     # Claimed before the reference is ready: the spare that replaces it starts now and has this whole
     # evaluation to get ready for the next one.
     candidate = spares.claim("candidate", options, toolchain, device)

@@ -102,7 +102,7 @@ class Worker:
 
         A `spare` may wait a while for its job, so it also imports what a job may need (worker/main.py).
         """
-        self.role, self.options = role, options
+        self.role, self.options, self.device = role, options, device
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
         chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
@@ -271,11 +271,21 @@ class Worker:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def wait_for_dismissed() -> None:
-    """Wait until every dismissed worker is gone and its device memory free."""
+def wait_for_dismissed(device: str | None = None) -> None:
+    """Wait until every dismissed worker (of `device`; None: of any) is gone and its device memory free.
+
+    Another GPU's are not waited for, and none is waited for under the lock: evaluations on a host's other GPUs
+    start meanwhile (`cuda` is `cuda:0`).
+    """
     with _dismissed_lock:
-        while _dismissed:
-            _dismissed.pop().proc.wait()
+        going = [w for w in _dismissed if device is None or _same_device(w.device, device)]
+        _dismissed[:] = [w for w in _dismissed if w not in going]
+    for worker in going:
+        worker.proc.wait()
+
+
+def _same_device(a: str, b: str) -> bool:
+    return (f"{a}:0" if a == "cuda" else a) == (f"{b}:0" if b == "cuda" else b)
 
 
 def close_together(workers: list[Worker], wait: bool = True) -> None:

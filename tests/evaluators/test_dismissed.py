@@ -31,3 +31,22 @@ def test_closing_without_a_wait_leaves_the_workers_to_go(tmp_path):
     process.wait_for_dismissed()
     assert sorted(waited) == sorted(worker.proc.pid for worker in workers)
     assert all(worker.proc.returncode < 0 for worker in workers)
+
+
+class Gone:
+    def __init__(self, device, waited):
+        self.device, self.proc = device, self
+        self.waited = waited
+
+    def wait(self):
+        self.waited.append(self.device)
+
+
+def test_an_evaluation_waits_only_for_its_own_gpus_dismissed_workers(monkeypatch):
+    waited = []
+    monkeypatch.setattr(process, "_dismissed", [Gone("cuda:1", waited), Gone("cuda", waited), Gone("cuda:0", waited)])
+    process.wait_for_dismissed("cuda:0")
+    assert waited == ["cuda", "cuda:0"]  # `cuda` is GPU 0
+    assert [w.device for w in process._dismissed] == ["cuda:1"]
+    process.wait_for_dismissed()
+    assert waited[-1] == "cuda:1" and not process._dismissed
