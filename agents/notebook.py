@@ -34,7 +34,7 @@ EXTRA_LEADERS = 6
 
 def _speed(record: CandidateRecord) -> str:
     """Its speedup, with the noise band the evaluator measured around it where there is one."""
-    band = record.eval.get("speedup_band")
+    band = record.measured.get("speedup_band")
     speed = format_speedup(record.speedup)
     return f"{speed} (noise band {format_speedup(band[0])}-{format_speedup(band[1])})" if band else speed
 

@@ -34,7 +34,7 @@ def beats(record: CandidateRecord, other: CandidateRecord | None) -> bool:
     """
     if other is None:
         return True
-    return gain_over(record.speedup, record.eval.get("speedup_band"), other.speedup)
+    return gain_over(record.speedup, record.measured.get("speedup_band"), other.speedup)
 
 
 def gain_over(speedup: float | None, band, other: float | None) -> bool:
@@ -48,7 +48,7 @@ def gain_over(speedup: float | None, band, other: float | None) -> bool:
 
 def within_noise(record: CandidateRecord, other: float) -> bool:
     """Whether `other`'s figure lies inside `record`'s noise band (no band: never)."""
-    band = record.eval.get("speedup_band")
+    band = record.measured.get("speedup_band")
     return bool(band) and band[0] <= other <= band[1]
 
 
@@ -80,7 +80,7 @@ def _shapes(record: CandidateRecord) -> dict[str, tuple[float, list | None]]:
     """(speedup, its noise band) per timed benchmark shape."""
     return {
         shape["name"]: (shape["speedup"], shape.get("speedup_band"))
-        for shape in record.eval.get("shapes") or []
+        for shape in record.measured.get("shapes") or []
         if shape.get("kind", "benchmark") == "benchmark" and shape.get("speedup") is not None
     }
 

@@ -152,7 +152,7 @@ def roofline_fraction(record: CandidateRecord | None) -> float | None:
     """A kernel's fraction of its roofline: the worst over its timed benchmark shapes, else its evaluation's."""
     if record is None:
         return None
-    shapes = [s.get("roofline_fraction") for s in record.eval.get("shapes") or [] if s.get("kind") == "benchmark"]
+    shapes = [s.get("roofline_fraction") for s in record.measured.get("shapes") or [] if s.get("kind") == "benchmark"]
     if shapes and all(fraction is not None for fraction in shapes):
         return min(shapes)
-    return (record.eval.get("roofline") or {}).get("fraction")
+    return (record.measured.get("roofline") or {}).get("fraction")

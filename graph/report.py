@@ -86,8 +86,8 @@ def build_summary(archive: Archive, book: LabBook, state: ScientistState, ctx: R
         "baseline_ms": seed.eval.get("baseline_ms") if seed else None,
         "best_id": best.id if best else None,
         "best_speedup": best.speedup if best else None,
-        "best_speedup_band": best.eval.get("speedup_band") if best else None,
-        "best_speedup_vs_compile": best.eval.get("speedup_vs_compile") if best else None,
+        "best_speedup_band": best.measured.get("speedup_band") if best else None,
+        "best_speedup_vs_compile": best.measured.get("speedup_vs_compile") if best else None,
         "best_runtime_ms": best.runtime_ms if best else None,
         "set_aside": [{"id": r.id, "speedup": r.speedup, "reason": r.set_aside} for r in archive.set_aside()],
         "cleared_by_strict": [r.id for r in archive.records if r.cleared_by_strict],
@@ -290,7 +290,7 @@ def set_aside_section(summary: dict) -> list[str]:
 
 def _band(record: CandidateRecord) -> str:
     """The noise band the evaluator measured around the record's speedup, or "-"."""
-    band = record.eval.get("speedup_band")
+    band = record.measured.get("speedup_band")
     return f"{format_speedup(band[0])}-{format_speedup(band[1])}" if band else "-"
 
 

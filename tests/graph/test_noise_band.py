@@ -61,3 +61,18 @@ def test_a_gain_beyond_the_noise_band_is_the_new_best(tmp_path, fake):
     assert best.speedup == 1.3 and read_summary(run_dir)["best_speedup"] == 1.3
     assert shape_leaders(archive)["s"] is best
     assert "noise band" in archive_summary(archive)
+
+
+def test_a_record_cleared_by_a_strict_run_is_judged_by_that_runs_band():
+    from agents.population import beats, within_noise
+    from kernels.archive import CandidateRecord
+
+    first = correct(11.0, (10.0, 12.0)).model_dump(mode="json")
+    strict = correct(1.02, (0.97, 1.07)).model_dump(mode="json")
+    seed = CandidateRecord(
+        id="c0000", source="", status="seed", speedup=1.0, eval=correct(1.0, (0.96, 1.04)).model_dump()
+    )
+    cleared = CandidateRecord(id="c0001", source="", status="correct", speedup=1.02, eval=first, strict_eval=strict,
+                              cleared_by_strict=True)  # fmt: skip
+    assert not beats(cleared, seed), "the first run's band (10-12x) was read beside the strict run's 1.02x"
+    assert within_noise(cleared, 1.0)
