@@ -19,10 +19,17 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from evaluators.judge import process, spares, verdicts, wall
+from evaluators.judge import device_room, process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
-from evaluators.judge.reference_pool import EnvironmentFailure, ReferenceOutOfMemory, discard, reference_for, release
+from evaluators.judge.reference_pool import (
+    EnvironmentFailure,
+    NoRoomToTime,
+    ReferenceOutOfMemory,
+    discard,
+    reference_for,
+    release,
+)
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after
@@ -103,6 +110,15 @@ class Contended(Exception):
     """Device memory ran out while the candidate built beside the reference's planning: no verdict can be drawn."""
 
 
+class TimedOutOfMemory(Exception):
+    """The candidate's process said it ran out of device memory while timed; whose shortage it was is weighed apart."""
+
+    @classmethod
+    def from_report(cls, report: dict) -> TimedOutOfMemory:
+        said = report.get("message")  # the candidate's words, one line of them
+        return cls("out of device memory" + (f" ({said.splitlines()[0][:200]})" if isinstance(said, str) else ""))
+
+
 def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
     """One try at the evaluation; with `overlap`, the candidate may build while a new reference plans."""
     process.wait_for_dismissed()  # an earlier evaluation's candidate gives its device memory back first
@@ -137,9 +153,19 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
             spares.give_back(candidate, options, toolchain, device)
 
 
+def _contended(candidate: Worker):
+    """While the reference may still be planning beside it, the candidate running out of memory is nobody's verdict."""
+
+    def out_of_memory(report: dict) -> Exception:
+        candidate.kill()
+        return Contended()
+
+    return out_of_memory
+
+
 def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
     cleanup.callback(candidate.dismiss)
-    ask = _Asker(candidate, result, contended_by_oom=together)
+    ask = _Asker(candidate, result, out_of_memory=_contended(candidate) if together else None)
 
     def first_build() -> None:
         ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
@@ -149,9 +175,14 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         first_build()  # while the reference plans
     memory = _waited(lambda: reference.memory, reference, result, together)
     if not memory["fits"]:
-        if together and memory.get("out_of_memory"):
+        # Decided only while the candidate has no job: nothing it holds is in the reading. Beside a building
+        # candidate, both again one after the other. Alone, the harness's idle workers on the device end first.
+        if together:
             raise Contended()
-        return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+        if device_room.make_room(result.device):
+            memory = _waited(reference.replan, reference, result, together)
+        if not memory["fits"]:
+            return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
     if not together:
         first_build()  # a problem that does not fit never runs the candidate
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
@@ -168,7 +199,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
-        ask.contended_by_oom = False  # the reference is done: from here the plan's room is the candidate's
+        ask.out_of_memory = None  # the reference is done: from here the plan's room is the candidate's
         checked = reference.request(
             {"cmd": "compare", "shape": i, "dir": str(handoff), "seed": result.trial_seed}, "comparison"
         )
@@ -195,8 +226,11 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
     for i, shape in enumerate(shapes):
         if shape.kind != "benchmark":
             continue
-        # The candidate's held outputs go back to the driver before the two are timed: the timing sets need the room.
+        # The candidate's held outputs and cached blocks go back to the device before the two are timed: the timing
+        # is laid out on the memory free then.
         ask({"cmd": "release"}, "released", "timing")
+        if memory["total_bytes"]:  # memory is planned: a shortage is weighed by the reference's readings
+            ask.out_of_memory = TimedOutOfMemory.from_report
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
@@ -206,8 +240,17 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         except LockTimeout as exc:
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
-        held = chosen_after(timing, memory["retained"], options.strict)
-        ask({"cmd": "hand_over", "shape": i, "reps": held}, "handed", "timing")
+        except NoRoomToTime as short:
+            cause = "out of device memory beside the candidate"
+            verdict = device_room.shortage(result, candidate, reference, i, shape.name, short.reading, cause)
+            raise Stopped(verdict) from None
+        except TimedOutOfMemory as short:  # judged here, once the reference and the device are no longer held
+            verdict = device_room.shortage(result, candidate, reference, i, shape.name, None, str(short))
+            raise Stopped(verdict) from None
+        ask.out_of_memory = None
+        held = chosen_after(timing, options.strict)
+        on_device = timing.layout["retained_on_device"]
+        ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
         checked = reference.request(
             {
                 "cmd": "check_reps",
@@ -218,6 +261,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
                 "sketch_key": timing.sketch_key,
                 "sketches": timing.facts["sketches"],
                 "held": held,
+                "held_on_device": on_device,
             },
             "comparison",
             "compare_timed",
@@ -245,9 +289,16 @@ def _waited(get, reference, result: EvalResult, together: bool):
 
 
 def _timed(ask, reference, shape: int, options: EvalOptions):
-    """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol."""
+    """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol.
+
+    Raises NoRoomToTime where the device has too little memory free even once the harness's idle workers ended.
+    """
     reference_timing, timing = reference.time_beside(
-        shape, lambda command, event: ask(command, event, "timing"), options.strict, ask.candidate.paused
+        shape,
+        lambda command, event: ask(command, event, "timing"),
+        options.strict,
+        ask.candidate.paused,
+        lambda: device_room.make_room(ask.result.device),
     )
     why = _malformed_timing(timing)
     if why:
@@ -258,11 +309,11 @@ def _timed(ask, reference, shape: int, options: EvalOptions):
 class _Asker:
     """The candidate's reply to one command, or Stopped with the finished verdict."""
 
-    def __init__(self, candidate: Worker, result: EvalResult, contended_by_oom: bool = False):
+    def __init__(self, candidate: Worker, result: EvalResult, out_of_memory=None):
         self.candidate, self.result = candidate, result
-        # While the reference may still be planning beside it, the candidate running out of device memory is
-        # Contended, not its own failure.
-        self.contended_by_oom = contended_by_oom
+        # Where the candidate running out of device memory needs more than its report to judge (a building candidate
+        # beside the reference's planning, a timing), the exception raised instead, from its error report.
+        self.out_of_memory = out_of_memory
 
     def __call__(self, command: dict, event: str, stage: str) -> Reply:
         return self.send(lambda: self.candidate.call(command, event, stage))
@@ -276,9 +327,8 @@ class _Asker:
             raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":
-            if self.contended_by_oom and reply.meta.get("out_of_memory"):
-                candidate.kill()
-                raise Contended()
+            if self.out_of_memory and isinstance(reply.meta, dict) and reply.meta.get("out_of_memory") is True:
+                raise self.out_of_memory(reply.meta)
             raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
         return reply
 
