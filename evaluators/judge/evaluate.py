@@ -110,13 +110,19 @@ class Contended(Exception):
     """Device memory ran out while the candidate built beside the reference's planning: no verdict can be drawn."""
 
 
-class TimedOutOfMemory(Exception):
-    """The candidate's process said it ran out of device memory while timed; whose shortage it was is weighed apart."""
+class CandidateOutOfMemory(Exception):
+    """The candidate's process said it ran out of device memory at `shape`, once the reference was done.
 
-    @classmethod
-    def from_report(cls, report: dict) -> TimedOutOfMemory:
-        said = report.get("message")  # the candidate's words, one line of them
-        return cls("out of device memory" + (f" ({said.splitlines()[0][:200]})" if isinstance(said, str) else ""))
+    Whose shortage it was is weighed by the reference's reading of the device (judge/device_room.py), not by the report.
+    """
+
+    reading = None  # no reading found the room short: the candidate ran out on its own
+
+    def __init__(self, report: dict, shape: int):
+        said = report.get("message")
+        self.said = said.splitlines()[0] if isinstance(said, str) and said.strip() else None  # its words, one line
+        super().__init__(self.said)
+        self.shape = shape
 
 
 def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
@@ -138,6 +144,9 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
                 return _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup)
             except Stopped as stopped:
                 return stopped.result
+            except (NoRoomToTime, CandidateOutOfMemory) as short:  # the reference and the device no longer held
+                name = shapes[short.shape].name
+                return device_room.shortage(result, candidate, reference, short.shape, name, short.reading, short.said)
             except Contended:
                 cleanup.callback(discard, reference)
                 raise
@@ -153,19 +162,12 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
             spares.give_back(candidate, options, toolchain, device)
 
 
-def _contended(candidate: Worker):
-    """While the reference may still be planning beside it, the candidate running out of memory is nobody's verdict."""
-
-    def out_of_memory(report: dict) -> Exception:
-        candidate.kill()
-        return Contended()
-
-    return out_of_memory
-
-
 def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
     cleanup.callback(candidate.dismiss)
-    ask = _Asker(candidate, result, out_of_memory=_contended(candidate) if together else None)
+    # Where memory is planned, the candidate running out of it is weighed (CandidateOutOfMemory); while the reference
+    # may still be planning beside it, it is nobody's verdict (Contended).
+    weighed = "weighed" if reference.memory_planned else None
+    ask = _Asker(candidate, result, out_of_memory="contended" if together else weighed)
 
     def first_build() -> None:
         ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
@@ -199,7 +201,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
-        ask.out_of_memory = None  # the reference is done: from here the plan's room is the candidate's
+        ask.out_of_memory = weighed  # the reference is done: from here the plan's room is the candidate's
         checked = reference.request(
             {"cmd": "compare", "shape": i, "dir": str(handoff), "seed": result.trial_seed}, "comparison"
         )
@@ -229,8 +231,6 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         # The candidate's held outputs and cached blocks go back to the device before the two are timed: the timing
         # is laid out on the memory free then.
         ask({"cmd": "release"}, "released", "timing")
-        if memory["total_bytes"]:  # memory is planned: a shortage is weighed by the reference's readings
-            ask.out_of_memory = TimedOutOfMemory.from_report
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
@@ -240,14 +240,6 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         except LockTimeout as exc:
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
-        except NoRoomToTime as short:
-            cause = "out of device memory beside the candidate"
-            verdict = device_room.shortage(result, candidate, reference, i, shape.name, short.reading, cause)
-            raise Stopped(verdict) from None
-        except TimedOutOfMemory as short:  # judged here, once the reference and the device are no longer held
-            verdict = device_room.shortage(result, candidate, reference, i, shape.name, None, str(short))
-            raise Stopped(verdict) from None
-        ask.out_of_memory = None
         held = chosen_after(timing, options.strict)
         on_device = timing.layout["retained_on_device"]
         ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
@@ -309,13 +301,15 @@ def _timed(ask, reference, shape: int, options: EvalOptions):
 class _Asker:
     """The candidate's reply to one command, or Stopped with the finished verdict."""
 
-    def __init__(self, candidate: Worker, result: EvalResult, out_of_memory=None):
+    def __init__(self, candidate: Worker, result: EvalResult, out_of_memory: str | None):
         self.candidate, self.result = candidate, result
-        # Where the candidate running out of device memory needs more than its report to judge (a building candidate
-        # beside the reference's planning, a timing), the exception raised instead, from its error report.
+        # What the candidate running out of device memory raises: "contended" (Contended), "weighed"
+        # (CandidateOutOfMemory), or None (its report's own verdict, where memory is not planned).
         self.out_of_memory = out_of_memory
+        self.shape = 0  # the shape of the last command that named one
 
     def __call__(self, command: dict, event: str, stage: str) -> Reply:
+        self.shape = command.get("shape", self.shape)
         return self.send(lambda: self.candidate.call(command, event, stage))
 
     def send(self, send) -> Reply:
@@ -328,7 +322,10 @@ class _Asker:
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":
             if self.out_of_memory and isinstance(reply.meta, dict) and reply.meta.get("out_of_memory") is True:
-                raise self.out_of_memory(reply.meta)
+                if self.out_of_memory == "contended":
+                    candidate.kill()
+                    raise Contended()
+                raise CandidateOutOfMemory(reply.meta, self.shape)
             raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
         return reply
 

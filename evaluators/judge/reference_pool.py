@@ -43,14 +43,16 @@ class ReferenceOutOfMemory(EnvironmentFailure):
 
 
 class NoRoomToTime(Exception):
-    """Even one side at a time, with one input set, does not fit in what the device has free to time a shape.
+    """Even one side at a time, with one input set, does not fit in what the device has free to time `shape`.
 
     `reading` is the reference's: the device's free and total bytes and the least the timing needs.
     """
 
-    def __init__(self, reading: dict):
+    said = None  # nothing the candidate reported: the reading found the room short
+
+    def __init__(self, reading: dict, shape: int):
         super().__init__(f"{reading['free_bytes']:,} bytes free, {reading['least_bytes']:,} needed")
-        self.reading = reading
+        self.reading, self.shape = reading, shape
 
 
 # A candidate builds beside the reference's sizing and outputs only where this many input sets, and the reserve,
@@ -86,10 +88,15 @@ class ReferenceWorker:
         """Whether a candidate would build while this reference plans and computes its outputs, and may."""
         if self._ready.done():
             return False  # a warm reference: nothing left to overlap
-        if not self.started["total_bytes"]:
-            return True  # memory is not planned (the CPU)
+        if not self.memory_planned:
+            return True
         inputs = self.started["input_bytes"]  # None: inputs of unknown size
         return inputs is not None and OVERLAP_INPUT_SETS * inputs + RESERVE_BYTES <= self.started["free_bytes"]
+
+    @property
+    def memory_planned(self) -> bool:
+        """Whether the device's memory is planned (a GPU's, or a simulated one); the CPU's is not."""
+        return bool(self.started["total_bytes"])
 
     def _prepare(self, store_sizes: bool) -> None:
         try:
@@ -197,7 +204,7 @@ class ReferenceWorker:
             if reading["layout"] is None and make_room():
                 reading = call(self._room_command(shape, True), "room").meta
             if reading["layout"] is None:
-                raise NoRoomToTime(reading)
+                raise NoRoomToTime(reading, shape)
             return reading["layout"]
 
         def compiled(side) -> dict:

@@ -101,8 +101,8 @@ def simulate(allocated: int | None = None, cached: int | None = None) -> None:
 def _entry() -> dict:
     """The entry of this process on the simulated device, made (with its context's bytes) on first use."""
     global _simulated
-    if _simulated is None or _simulated["pid"] != os.getpid():
-        directory = Path(os.environ[SIMULATED])
+    directory = Path(os.environ[SIMULATED])
+    if _simulated is None or (_simulated["pid"], _simulated["path"].parent) != (os.getpid(), directory):
         context = json.loads((directory / "device.json").read_text()).get("context", 0)
         name = secrets.token_hex(8)
         # Locked before it is named as an entry: a reader that found it unlocked would take it for a dead one's.

@@ -274,6 +274,7 @@ def serve_reference(session: Session) -> None:
             bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
             read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
+            device_memory.release_cache(device)  # inputs drawn for the check: the candidate's room, before it goes on
             session.reply("comparison", {"checks": checks})
             continue
         model = models.at(shape)
@@ -293,7 +294,11 @@ def serve_reference(session: Session) -> None:
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
             kept = answers.take(command)
-            session.reply("comparison", check_reps(session, model, command, directory, (atol, rtol), memory, kept))
+            checked = check_reps(session, model, command, directory, (atol, rtol), memory, kept)
+            # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached (17.5
+            # GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.
+            device_memory.release_cache(device)
+            session.reply("comparison", checked)
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
 

@@ -123,15 +123,38 @@ def test_a_candidate_that_keeps_too_much_memory_itself_is_its_own_runtime_error(
     device(8 * GIB)
     result = evaluate(str(PROBLEM), candidate("torch_only") + KEEP.format(allocated=6 * GIB), "cpu", options)
     assert result.status == "runtime_error", result.message
-    assert "out of device memory beside the candidate" in result.message
-    assert "free beside the candidate's process" in result.message and "once it ended" in result.message
+    assert result.message.startswith("runtime_error in timing at shape M=8 N=64: out of device memory beside the ")
+    assert "GiB free of 8 GiB once the candidate's process ended" in result.message
 
 
 def test_a_candidate_out_of_memory_while_timed_is_its_own_runtime_error(device, options):
     device(8 * GIB)
     result = evaluate(str(PROBLEM), candidate("torch_only") + OUT_OF_MEMORY_WHEN_TIMED, "cpu", options)
     assert result.status == "runtime_error", result.message
-    assert "Tried to allocate 70.00 GiB" in result.message and "once it ended" in result.message
+    assert result.message.startswith("runtime_error in timing at shape M=8 N=64: out of device memory where one call")
+    assert result.message.endswith("said: OutOfMemoryError: CUDA out of memory. Tried to allocate 70.00 GiB")
+
+
+def test_an_honest_candidate_on_a_device_others_filled_since_the_plan_does_not_fit(device, options):
+    """Not the candidate's runtime_error: with its process ended, the device still has too little free."""
+    device(8 * GIB)
+    assert evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options).status == "correct"  # its reference warm
+    device_memory.simulate(allocated=6 * GIB)  # another evaluation, say, now holds most of the device
+    try:
+        result = evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options)
+    finally:
+        device_memory.simulate(allocated=0)
+    assert result.status == "does_not_fit", result.message
+    assert result.message.startswith("does not fit: shape M=8 N=64 needs ~2.5 GiB free for one call's inputs")
+    assert result.message.endswith("free of 8 GiB with the candidate's process ended")
+
+
+def test_a_candidate_asking_for_more_than_the_device_in_its_trials_is_its_own_runtime_error(device, options):
+    device(8 * GIB)
+    result = evaluate(str(PROBLEM), candidate("torch_only") + KEEP.format(allocated=70 * GIB), "cpu", options)
+    assert result.status == "runtime_error", result.message
+    assert result.message.startswith("runtime_error in correctness at shape M=8 N=64: out of device memory where")
+    assert "the process said: OutOfMemoryError: simulated device out of memory" in result.message
 
 
 # The verdict where memory ran short, on the reference's readings alone.
@@ -149,7 +172,7 @@ class Reference:
 
 
 class Candidate:
-    killed = False
+    killed, stage = False, "timing"
 
     def kill(self):
         self.killed = True
@@ -175,22 +198,23 @@ def test_room_once_the_candidate_has_ended_makes_the_shortage_its_own(made):
     reference, candidate = Reference(3 * GIB), Candidate()
     result = EvalResult(status="correct", device="cuda")
     before = _reading(GIB)
-    device_room.shortage(result, candidate, reference, 0, "big", before, "out of device memory beside the candidate")
+    device_room.shortage(result, candidate, reference, 0, "big", before, None)
     assert candidate.killed and made == ["cuda"] and reference.asked == 1
     assert result.status == "runtime_error"
     assert result.message == (
-        "runtime_error in timing at shape big: out of device memory beside the candidate; the timing needs ~2.5 GiB "
-        "free, and the device had 1 GiB free beside the candidate's process, 3 GiB of 8 GiB once it ended"
+        "runtime_error in timing at shape big: out of device memory beside the candidate's process, 1 GiB free, where "
+        "one call needs ~2.5 GiB with the cache flush and a reserve; the device had 3 GiB free of 8 GiB once the "
+        "candidate's process ended"
     )
 
 
 def test_no_room_even_without_the_candidate_is_the_devices_limit(made):
     reference, candidate = Reference(GIB + GIB // 4), Candidate()
     result = EvalResult(status="correct", device="cuda")
-    device_room.shortage(result, candidate, reference, 0, "big", None, "out of device memory")
+    device_room.shortage(result, candidate, reference, 0, "big", None, "CUDA out of memory. Tried to allocate 9 GiB")
     assert candidate.killed and made == ["cuda"] and result.status == "does_not_fit"
     assert result.message == (
-        "does not fit: timing shape big needs ~2.5 GiB free for one call's inputs and outputs, the cache flush and a "
+        "does not fit: shape big needs ~2.5 GiB free for one call's inputs and outputs, the cache flush and a "
         "reserve, beside the reference; the device has 1.25 GiB free of 8 GiB with the candidate's process ended"
     )
 

@@ -155,7 +155,7 @@ class ModelNew(ModelNew):
 class _Started:
     """A ReferenceWorker's view of its process's first answer, without a process."""
 
-    overlap = ReferenceWorker.overlap
+    overlap, memory_planned = ReferenceWorker.overlap, ReferenceWorker.memory_planned
 
     def __init__(self, facts: dict):
         self.started, self.device = facts, "cuda"
