@@ -27,7 +27,7 @@ FAILURE_LESSON = {
     "runtime_error": "the idea is untested, not refuted",
     "incorrect": "the change broke the numerics",
     "timeout": "the kernel hung or ran far too long",
-    "does_not_fit": "the inputs do not fit in device memory",
+    "does_not_fit": "the problem did not fit in the device's memory: the idea is untested, not refuted",
     "off_anchor": "its edits strayed from the plan's anchors and it was never evaluated",
 }
 

@@ -75,7 +75,7 @@ print(
             "first": [args.first, first.status, round(first_s, 2)],
             "second": [args.second, second.status, round(second_s, 2), second.message[:200]],
             "second_plan_free_gib": round(second_plan["free_bytes"] / 2**30, 2),
-            "second_plan": {k: second_plan[k] for k in ("timing_sets", "expected_on_device", "retained")},
+            "second_plan": {k: second_plan.get(k) for k in ("expected_on_device", "handoff_on_device", "copy_inputs")},
             "peak_gib_during_second": round(peak.peak_mib / 1024, 2),
             "references_alive_after": len(plans),
         }

@@ -157,7 +157,9 @@ def judge(
             if not note:
                 note = " (cleared by strict re-evaluation)" if row.cleared_by_strict else ""
                 note = " (set aside)" if row.set_aside else note
+            # does_not_fit is the machine's limit, not a failed candidate: shown plain, as the report counts it apart.
             style = "green" if row.status == "correct" and not row.set_aside else "red"
+            style = "default" if row.status == "does_not_fit" else style
             progress.console.print(f"{key}: {row.status}{speed}{note}", style=style, markup=False)
 
         def settle(key: str, row: SuiteRow) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # `--help` and bad usage answer before torch loads: the evaluator and its types are imported once the flags are read.
 
-STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow"}
+STATUS_STYLE = {"correct": "bold green", "incorrect": "bold red", "timeout": "bold yellow", "does_not_fit": "bold"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -136,6 +136,14 @@ def best_kernel(archive: Archive) -> CandidateRecord | None:
     return best
 
 
+def does_not_fit(archive: Archive) -> str | None:
+    """Why the run's starting evaluation found the problem too large for its device, or None where it did not."""
+    for record in archive.records[:2]:
+        if record.status == "does_not_fit" or record.eval.get("status") == "does_not_fit":
+            return record.eval.get("message", record.note)
+    return None
+
+
 def spent(llm_calls: list) -> tuple[int, float]:
     """Tokens and dollars the run's LLM calls have used so far."""
     tokens = sum(call.input_tokens + call.output_tokens for call in llm_calls)

@@ -71,10 +71,8 @@ def setup(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Litera
 
 def _unfit(archive: Archive, device: str) -> str | None:
     """Why no candidate can be judged here: the starting evaluation found the problem too large for the device."""
-    for record in archive.records[:2]:
-        if record.status == "does_not_fit" or record.eval.get("status") == "does_not_fit":
-            return f"the problem cannot be run on {device}: {record.eval.get('message', record.note)}"
-    return None
+    why = lab.does_not_fit(archive)
+    return None if why is None else f"the problem cannot be run on {device}: {why}"
 
 
 def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx: RunContext) -> None:

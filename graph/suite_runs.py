@@ -86,6 +86,9 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
     archive = lab.open_archive(run_dir)
     best = lab.best_kernel(archive)
     wall = summary.get("elapsed_s")
+    unfit = lab.does_not_fit(archive)
+    if unfit is not None:  # the machine's limit, reported apart from a run that found no correct kernel
+        return SuiteRow(key=key, status="does_not_fit", wall_s=wall, message=unfit, **cost)
     if best is None:
         statuses = Counter(r.status for r in archive.records if r.experiment is not None)
         status = statuses.most_common(1)[0][0] if statuses else "not_judged"

@@ -20,6 +20,7 @@ PASSED_ENV = {
     "ROCM_PATH", "HIP_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTORCH_ROCM_ARCH",
     # Multi-GPU hosts that forbid NVLink multicast keep these set for every program, ours included.
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+    "KS_SIMULATED_DEVICE",  # tests' stand-in for a GPU's memory (worker/device_memory.py)
 }  # fmt: skip
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 

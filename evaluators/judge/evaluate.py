@@ -19,10 +19,17 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from evaluators.judge import process, spares, verdicts, wall
+from evaluators.judge import device_room, process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
-from evaluators.judge.reference_pool import EnvironmentFailure, ReferenceOutOfMemory, discard, reference_for, release
+from evaluators.judge.reference_pool import (
+    EnvironmentFailure,
+    NoRoomToTime,
+    ReferenceOutOfMemory,
+    discard,
+    reference_for,
+    release,
+)
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after
@@ -104,6 +111,21 @@ class Contended(Exception):
     """Device memory ran out while the candidate built beside the reference's planning: no verdict can be drawn."""
 
 
+class CandidateOutOfMemory(Exception):
+    """The candidate's process said it ran out of device memory at `shape`, once the reference was done.
+
+    Whose shortage it was is weighed by the reference's reading of the device (judge/device_room.py), not by the report.
+    """
+
+    reading = None  # no reading found the room short: the candidate ran out on its own
+
+    def __init__(self, report: dict, shape: int):
+        said = report.get("message")
+        self.said = said.splitlines()[0] if isinstance(said, str) and said.strip() else None  # its words, one line
+        super().__init__(self.said)
+        self.shape = shape
+
+
 def _attempt(problem, shapes, source, device, options, result, job, toolchain, overlap: bool) -> EvalResult:
     """One try at the evaluation; with `overlap`, the candidate may build while a new reference plans."""
     process.wait_for_dismissed(device)  # an earlier evaluation's candidate gives this device's memory back first
@@ -124,6 +146,9 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
                 return _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup)
             except Stopped as stopped:
                 return stopped.result
+            except (NoRoomToTime, CandidateOutOfMemory) as short:  # the reference and the device no longer held
+                name = shapes[short.shape].name
+                return device_room.shortage(result, candidate, reference, short.shape, name, short.reading, short.said)
             except Contended:
                 cleanup.callback(discard, reference)
                 raise
@@ -141,7 +166,10 @@ def _attempt(problem, shapes, source, device, options, result, job, toolchain, o
 
 def _judge(problem, shapes, source, candidate, options, result, reference, job, together, cleanup) -> EvalResult:
     cleanup.callback(candidate.dismiss)
-    ask = _Asker(candidate, result, contended_by_oom=together)
+    # Where memory is planned, the candidate running out of it is weighed (CandidateOutOfMemory); while the reference
+    # may still be planning beside it, it is nobody's verdict (Contended).
+    weighed = "weighed" if reference.memory_planned else None
+    ask = _Asker(candidate, result, out_of_memory="contended" if together else weighed)
 
     def first_build() -> None:
         ask.send(lambda: candidate.assign(job | {"role": "candidate"}, source, "build"))
@@ -151,9 +179,14 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         first_build()  # while the reference plans
     memory = _waited(lambda: reference.memory, reference, result, together)
     if not memory["fits"]:
-        if together and memory.get("out_of_memory"):
+        # Decided only while the candidate has no job: nothing it holds is in the reading. Beside a building
+        # candidate, both again one after the other. Alone, the harness's idle workers on the device end first.
+        if together:
             raise Contended()
-        return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
+        if device_room.make_room(result.device):
+            memory = _waited(reference.replan, reference, result, together)
+        if not memory["fits"]:
+            return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
     if not together:
         first_build()  # a problem that does not fit never runs the candidate
     largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
@@ -170,7 +203,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
-        ask.contended_by_oom = False  # the reference is done: from here the plan's room is the candidate's
+        ask.out_of_memory = weighed  # the reference is done: from here the plan's room is the candidate's
         checked = reference.request(
             {"cmd": "compare", "shape": i, "dir": str(handoff), "seed": result.trial_seed}, "comparison"
         )
@@ -197,7 +230,8 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
     for i, shape in enumerate(shapes):
         if shape.kind != "benchmark":
             continue
-        # The candidate's held outputs go back to the driver before the two are timed: the timing sets need the room.
+        # The candidate's held outputs and cached blocks go back to the device before the two are timed: the timing
+        # is laid out on the memory free then.
         ask({"cmd": "release"}, "released", "timing")
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
@@ -209,8 +243,9 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + timing.lock_wait_s
-        held = chosen_after(timing, memory["retained"], options.strict)
-        ask({"cmd": "hand_over", "shape": i, "reps": held}, "handed", "timing")
+        held = chosen_after(timing, options.strict)
+        on_device = timing.layout["retained_on_device"]
+        ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
         checked = reference.request(
             {
                 "cmd": "check_reps",
@@ -221,6 +256,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
                 "sketch_key": timing.sketch_key,
                 "sketches": timing.facts["sketches"],
                 "held": held,
+                "held_on_device": on_device,
             },
             "comparison",
             "compare_timed",
@@ -248,9 +284,17 @@ def _waited(get, reference, result: EvalResult, together: bool):
 
 
 def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False):
-    """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol."""
+    """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol.
+
+    Raises NoRoomToTime where the device has too little memory free even once the harness's idle workers ended.
+    """
     reference_timing, timing = reference.time_beside(
-        shape, lambda command, event: ask(command, event, "timing"), options.strict, ask.candidate.paused, alone
+        shape,
+        lambda command, event: ask(command, event, "timing"),
+        options.strict,
+        ask.candidate.paused,
+        lambda: device_room.make_room(ask.result.device),
+        alone,
     )
     why = _malformed_timing(timing)
     if why:
@@ -261,13 +305,15 @@ def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False
 class _Asker:
     """The candidate's reply to one command, or Stopped with the finished verdict."""
 
-    def __init__(self, candidate: Worker, result: EvalResult, contended_by_oom: bool = False):
+    def __init__(self, candidate: Worker, result: EvalResult, out_of_memory: str | None):
         self.candidate, self.result = candidate, result
-        # While the reference may still be planning beside it, the candidate running out of device memory is
-        # Contended, not its own failure.
-        self.contended_by_oom = contended_by_oom
+        # What the candidate running out of device memory raises: "contended" (Contended), "weighed"
+        # (CandidateOutOfMemory), or None (its report's own verdict, where memory is not planned).
+        self.out_of_memory = out_of_memory
+        self.shape = 0  # the shape of the last command that named one
 
     def __call__(self, command: dict, event: str, stage: str) -> Reply:
+        self.shape = command.get("shape", self.shape)
         return self.send(lambda: self.candidate.call(command, event, stage))
 
     def send(self, send) -> Reply:
@@ -279,9 +325,11 @@ class _Asker:
             raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":
-            if self.contended_by_oom and reply.meta.get("out_of_memory"):
-                candidate.kill()
-                raise Contended()
+            if self.out_of_memory and isinstance(reply.meta, dict) and reply.meta.get("out_of_memory") is True:
+                if self.out_of_memory == "contended":
+                    candidate.kill()
+                    raise Contended()
+                raise CandidateOutOfMemory(reply.meta, self.shape)
             raise Stopped(verdicts.from_error(result, reply.meta, candidate.output_text(settle_s=5)))
         return reply
 

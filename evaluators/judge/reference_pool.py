@@ -5,8 +5,8 @@ reference's start-up, CUDA context and work off each evaluation's critical path.
 with each candidate, side by side (judge/timing_plan.py). A new problem's reference takes a pre-started process
 (spares), so its start-up is off the path too once one waits. Reference workers never run candidate code, so
 keeping one alive costs no isolation. A reference nobody is using ends when another problem's starts on its
-device, so the new plan sees the device's memory free. Shape sizes also outlive the process, on disk
-(judge/reference_cache.py).
+device, so the new plan sees the device's memory free, and whenever memory on its device is short
+(judge/device_room.py). Shape sizes also outlive the process, on disk (judge/reference_cache.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, WorkerFailure, close_together
 from evaluators.judge.reference_cache import ReferenceCache
 from evaluators.judge.timing_plan import ShapeTiming, time_side_by_side
-from evaluators.judge.toolchain import device_kind, toolchain_key
+from evaluators.judge.toolchain import device_kind, same_gpu, toolchain_key
 from evaluators.worker.memory import RESERVE_BYTES
 from kernels.problem_types import Problem, ProblemError, Shape
 
@@ -40,6 +40,19 @@ class EnvironmentFailure(RuntimeError):
 
 class ReferenceOutOfMemory(EnvironmentFailure):
     """The reference ran out of device memory: the machine's failure, unless a candidate was building beside it."""
+
+
+class NoRoomToTime(Exception):
+    """Even one side at a time, with one input set, does not fit in what the device has free to time `shape`.
+
+    `reading` is the reference's: the device's free and total bytes and the least the timing needs.
+    """
+
+    said = None  # nothing the candidate reported: the reading found the room short
+
+    def __init__(self, reading: dict, shape: int):
+        super().__init__(f"{reading['free_bytes']:,} bytes free, {reading['least_bytes']:,} needed")
+        self.reading, self.shape = reading, shape
 
 
 # A candidate builds beside the reference's sizing and outputs only where this many input sets, and the reserve,
@@ -76,10 +89,15 @@ class ReferenceWorker:
         """Whether a candidate would build while this reference plans and computes its outputs, and may."""
         if self._ready.done():
             return False  # a warm reference: nothing left to overlap
-        if device_kind(self.device) == "cpu":
+        if not self.memory_planned:
             return True
         inputs = self.started["input_bytes"]  # None: inputs of unknown size
         return inputs is not None and OVERLAP_INPUT_SETS * inputs + RESERVE_BYTES <= self.started["free_bytes"]
+
+    @property
+    def memory_planned(self) -> bool:
+        """Whether the device's memory is planned (a GPU's, or a simulated one); the CPU's is not."""
+        return bool(self.started["total_bytes"])
 
     def _prepare(self, store_sizes: bool) -> None:
         try:
@@ -113,6 +131,15 @@ class ReferenceWorker:
         """The memory plan, once made. Raises what planning raised (EnvironmentFailure, ProblemError)."""
         return self._memory.result()
 
+    def replan(self) -> dict:
+        """A plan that did not fit, made again on the device's memory as it is now; its outputs, where it fits.
+
+        The parent asks once it has made room on the device, and only while no candidate of the evaluation has its job.
+        """
+        self._memory, self._ready = Future(), Future()
+        self._prepare(store_sizes=False)
+        return self.memory
+
     @property
     def ready(self) -> dict:
         """The memory plan, the shapes' roofline facts and the device's name, once the outputs are computed.
@@ -144,9 +171,19 @@ class ReferenceWorker:
         with self.lock:
             return self._checked(lambda: self.worker.call(command, event, stage))
 
-    def time_beside(
-        self, shape: int, candidate_call, strict: bool, quiet, alone: bool = False
-    ) -> tuple[ShapeTiming, ShapeTiming]:
+    def room(self, shape: int) -> dict:
+        """The reference's reading of the device for timing `shape`, once what the parent has just ended is gone.
+
+        See worker/reference.py, timing_room.
+        """
+        with self.lock:
+            return self._checked(lambda: self.worker.call(self._room_command(shape, True), "room", "timing")).meta
+
+    def _room_command(self, shape: int, settle: bool) -> dict:
+        return {"cmd": "room", "shape": shape, "settle": settle}
+
+    def time_beside(self, shape: int, candidate_call, strict: bool, quiet, make_room,
+                    alone: bool = False) -> tuple[ShapeTiming, ShapeTiming]:  # fmt: skip
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
@@ -154,13 +191,23 @@ class ReferenceWorker:
         nothing timed or started on the machine's other GPUs meanwhile. The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
-        for, are measured once per shape and kept.
+        for, are measured once per shape and kept. The timing is laid out on the device's free memory read just
+        before it; where even the least does not fit, `make_room()` ends the harness's idle workers on the device
+        (True if it ended any) and the memory is read again. Raises NoRoomToTime where there is still too little.
         """
         memory = self.memory  # before the lock: planning takes it
 
         def call(command, event):
             with quiet():
                 return self._checked(lambda: self.worker.call(command, event, _stage(command)))
+
+        def room() -> dict:
+            reading = call(self._room_command(shape, False), "room").meta
+            if reading["layout"] is None and make_room():
+                reading = call(self._room_command(shape, True), "room").meta
+            if reading["layout"] is None:
+                raise NoRoomToTime(reading, shape)
+            return reading["layout"]
 
         def compiled(side) -> dict:
             if shape not in self.compiled:
@@ -171,7 +218,7 @@ class ReferenceWorker:
 
         with self.lock:
             return time_side_by_side(
-                call, candidate_call, shape, self.device, self.options, memory, strict,
+                call, candidate_call, shape, self.device, self.options, memory, strict, room,
                 compiled if self.options.compile_baseline else None, alone,
             )  # fmt: skip
 
@@ -226,15 +273,20 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
 
 
 def _evictable(key: list, problem: Problem, device: str) -> bool:
-    """Whether `key` is another problem's reference on the same GPU (`cuda` is `cuda:0`).
+    """Whether `key` is another problem's reference on the same GPU.
 
     The same problem's under other settings (a strict re-evaluation's) is kept.
     """
-    return key[0] != problem.digest and _gpu(key[2]) == _gpu(device)
+    return key[0] != problem.digest and same_gpu(key[2], device)
 
 
-def _gpu(device: str) -> str:
-    return f"{device}:0" if device == "cuda" else device
+def end_idle(device: str) -> int:
+    """End every reference on `device`'s GPU that no evaluation is using, whatever its problem; how many ended."""
+    with _pool_lock:
+        idle = [key for key, warm in _pool.items() if warm.users == 0 and same_gpu(json.loads(key)[2], device)]
+        ended = [_pool.pop(key) for key in idle]
+    close_together([reference.worker for reference in ended])
+    return len(ended)
 
 
 def discard(reference: ReferenceWorker) -> None:

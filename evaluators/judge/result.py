@@ -8,7 +8,9 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field
 
 from evaluators.judge.flags import Flag, sets_aside
 
-# does_not_fit: one input set, its outputs and the cache flush exceed the device's memory; nobody's fault.
+# does_not_fit: one call's inputs and outputs, the cache flush and the reference need more than the device has free,
+# the harness's idle workers ended and the candidate's process gone (judge/device_room.py): the machine's limit, not
+# the candidate's.
 Status = Literal["correct", "incorrect", "compile_error", "runtime_error", "timeout", "does_not_fit"]
 
 

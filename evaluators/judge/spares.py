@@ -4,7 +4,8 @@ A spare has run nothing of a problem's or a candidate's; it takes exactly one jo
 candidate still runs in a fresh process. Candidate spares: an evaluation claims the oldest as it begins, before the
 reference is ready, and starts one to take its place, so each has the evaluations ahead of it in the queue to get
 ready. Reference spares: claimed when a problem's warm reference worker starts (its first evaluation in this
-process), so in a suite each next problem finds its reference's process already started.
+process), so in a suite each next problem finds its reference's process already started. Where a device's memory is
+short, its waiting spares end (end_waiting): the next claims start others.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from evaluators.judge.process import Worker, close_together
 from evaluators.judge.process_options import process_key
-from evaluators.judge.toolchain import device_kind
+from evaluators.judge.toolchain import device_kind, same_gpu
 
 if TYPE_CHECKING:
     from evaluators.judge.options import EvalOptions
@@ -90,6 +91,18 @@ def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str)
             queue.appendleft(worker)  # the oldest: it is the readiest
             return
     worker.close()
+
+
+def end_waiting(device: str) -> int:
+    """End every spare waiting on `device`'s GPU, each holding a CUDA context there; how many ended."""
+    with _lock:
+        ended = []
+        for key, queue in _spares.items():
+            if same_gpu(key.split("|")[1], device):
+                ended += queue
+                queue.clear()
+    close_together(ended)
+    return len(ended)
 
 
 def close_all(wait: bool = True) -> None:

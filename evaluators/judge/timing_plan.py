@@ -4,8 +4,9 @@ Each side is warmed up first; a first warm-up call, timed by the parent, sizes t
 repetitions. The repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
 medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
 repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
-in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Where the memory plan has no room for both sides' timing
-sets at once, the reference is timed first and the candidate after it, in one block each.
+in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Each shape's timing is laid out on the device's
+memory as it is once the timing lock is held (worker/memory.py, timing_layout); where there is no room for both
+sides' timing sets at once, the reference is timed first and the candidate after it.
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
 per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch key and
@@ -79,6 +80,7 @@ class ShapeTiming:
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
     lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
+    layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
@@ -99,13 +101,13 @@ def plan_timing(reps: int, hold_all: bool, retained: int, sketch_key: int) -> Sh
     return ShapeTiming(reps, hold, sketch_key)
 
 
-def chosen_after(timing: ShapeTiming, retained: int, strict: bool) -> list[int]:
+def chosen_after(timing: ShapeTiming, strict: bool) -> list[int]:
     """The held repetitions the parent checks element-wise, picked after the timing where every one was held."""
     if timing.hold is not None:
         return timing.hold
     if strict:
         return list(range(timing.reps))
-    return sorted(_RANDOM.sample(range(timing.reps), min(retained, timing.reps)))
+    return sorted(_RANDOM.sample(range(timing.reps), min(timing.layout["retained"], timing.reps)))
 
 
 def block_count(reference_reps: int, candidate_reps: int, device: str) -> int:
@@ -171,6 +173,7 @@ class Side:
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce,
             "sketch_key": timing.sketch_key, "hold": hold, "last": last, "lead_ms": self.lead_ms,
+            "timing_sets": self.memory["timing_sets"], "held_on_device": self.memory["retained_on_device"],
         }  # fmt: skip
 
     def rehearse(self, lead: float) -> dict | None:
@@ -217,23 +220,27 @@ def _rehearse_reference(reference: Side) -> float:
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      strict: bool, compiled=None, alone: bool = False):  # fmt: skip
+                      strict: bool, room, compiled=None, alone: bool = False):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
-    `*_call(command, event)` sends one command to that process and returns its Reply. `compiled(side)`, if given,
-    times torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed).
-    `alone`: with no timing or worker start on any other GPU of this machine meanwhile.
+    `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
+    timing out (a TimingLayout's fields) once the lock is held: no other evaluation's timing tensors come or go on
+    the device until it is done. `compiled(side)`, if given, times torch.compile(reference) once the reference is
+    warm (the reference's Side: its warm-up count and seed). `alone`: with no timing or worker start on any other
+    GPU of this machine meanwhile.
     """
     sketch_key = secrets.randbits(62)
-    reference = Side(reference_call, shape, device, options, memory, strict, sketch_key)
-    candidate = Side(candidate_call, shape, device, options, memory, strict, sketch_key)
     waited = time.perf_counter()
     with (
         device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
         host_lock(options.cache_dir, alone, options.lock_timeout_s),
     ):
         waited = time.perf_counter() - waited
-        if memory["side_by_side"]:
+        layout = room()
+        memory = memory | layout
+        reference = Side(reference_call, shape, device, options, memory, strict, sketch_key)
+        candidate = Side(candidate_call, shape, device, options, memory, strict, sketch_key)
+        if layout["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()
             candidate.rehearse(_rehearse_reference(reference))
@@ -266,4 +273,5 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         candidate_timing.lock_wait_s = waited
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
+    reference_timing.layout = candidate_timing.layout = layout
     return reference_timing, candidate_timing

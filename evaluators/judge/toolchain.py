@@ -77,6 +77,11 @@ def device_index(device: str) -> int | None:
     return int(device.split(":")[1]) if ":" in device else None
 
 
+def same_gpu(a: str, b: str) -> bool:
+    """Whether two device names are one device (`cuda` is `cuda:0`)."""
+    return (f"{a}:0" if a == "cuda" else a) == (f"{b}:0" if b == "cuda" else b)
+
+
 def _package_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)

@@ -13,9 +13,13 @@ WIDTH, HEIGHT, MARGIN = 640, 360, 56
 LIMIT = 6  # bins span 2^-6 to 2^6
 
 
-def speedup_histogram_svg(speedups: list[float], set_aside: int, failed: int, *, title: str) -> str:
-    """Render the histogram; `speedups` are the trusted correct problems' speedups over eager."""
+def speedup_histogram_svg(speedups: list[float], set_aside: int, failed: int, unfit: int, *, title: str) -> str:
+    """Render the histogram; `speedups` are the trusted correct problems' speedups over eager.
+
+    `unfit` counts the problems too large for the device: the machine's limit, shown apart from the failures.
+    """
     bars = _bins(speedups) + [("set aside", set_aside, "#e90"), ("failed", failed, "#c33")]
+    bars += [("does not fit", unfit, "#999")]
     top = max([count for _, count, _ in bars] + [1])
     slot = (WIDTH - 2 * MARGIN) / len(bars)
     height = lambda count: (HEIGHT - 2 * MARGIN) * count / top

@@ -5,9 +5,11 @@ p times faster than PyTorch eager (p = 0: correct). A result set aside only by f
 counts once one has cleared it, by the strict run's measurement (`evaluators.judge.strict`); uncleared, it is never
 fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
 (judge/bands.py) also lies above p: a reward that pays for noise trains a policy to chase it. A problem that was not
-judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. When
-the torch.compile baseline was asked for, fast_1 and the geometric mean are also given over it; a row without that
-timing is not fast over it.
+judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. So does
+one that does not fit in the device's memory (`does_not_fit`, the machine's limit rather than the candidate's): it is
+counted apart from the failed candidates, and stays in fast_p's denominator, so no verdict raises fast_p by leaving a
+problem out. When the torch.compile baseline was asked for, fast_1 and the geometric mean are also given over it; a
+row without that timing is not fast over it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from evaluators.suites.plot import speedup_histogram_svg
 
 FAST_P = (0.0, 1.0, 2.0)
 NOT_JUDGED = "not_judged"
+DOES_NOT_FIT = "does_not_fit"
 
 
 class SuiteRow(BaseModel):
@@ -127,6 +130,7 @@ def summarize(rows: list[SuiteRow], compile_baseline: bool = False) -> dict:
         "rechecked": sum(r.rechecked for r in rows),
         "cleared_by_strict": sum(r.cleared_by_strict for r in rows),
         "not_judged": sum(r.status == NOT_JUDGED for r in rows),
+        "does_not_fit": sum(r.status == DOES_NOT_FIT for r in rows),
         "geomean_speedup": math.exp(statistics.fmean(map(math.log, trusted))) if trusted else None,
         "geomean_over": len(trusted),
         "median_roofline_fraction": statistics.median(fractions) if fractions else None,
@@ -179,8 +183,9 @@ def write_suite_report(
     (out_dir / "suite.json").write_text(json.dumps(report, indent=2) + "\n")
     trusted = [r.speedup for r in rows if r.fast(0) and r.speedup]
     set_aside = sum(r.status == "correct" and bool(r.set_aside) for r in rows)
-    failed = len(rows) - summary["correct"]
-    (out_dir / "speedup.svg").write_text(speedup_histogram_svg(trusted, set_aside, failed, title=title))
+    unfit = summary["does_not_fit"]
+    failed = len(rows) - summary["correct"] - unfit
+    (out_dir / "speedup.svg").write_text(speedup_histogram_svg(trusted, set_aside, failed, unfit, title=title))
     path = out_dir / "suite.md"
     path.write_text(render_markdown(report))
     return path
@@ -207,7 +212,8 @@ def render_markdown(report: dict) -> str:
         f"- over significant speedups (the noise band above p): {significant}; significant changes from eager, "
         f"either way: {s.get('significant_changes', 0)}",
         f"- correct: {s['correct']}/{total} ({s['set_aside']} set aside by a hard flag, not counted as fast); "
-        f"not judged: {s['not_judged']} (counted as failures)",
+        f"not judged: {s['not_judged']} (counted as failures); too large for the device's memory: "
+        f"{s['does_not_fit']} (the machine's limit, not a failed candidate; counted as not fast)",
         f"- rechecked by a strict re-evaluation: {s.get('rechecked', 0)}, cleared by it: "
         f"{s.get('cleared_by_strict', 0)} (counted by the strict run's measurement)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import evidence, integrity, kernel_share, trials
+from evaluators.worker import device_memory, evidence, integrity, kernel_share, trials
 from evaluators.worker.handoff import output_path
 from evaluators.worker.session import Session
 from evaluators.worker.trial_seeds import trial_plan
@@ -51,7 +51,10 @@ def serve_candidate(session: Session) -> None:
             changed, share = run_trials(session, models[i], i, plan, handoff, on_device)
             reply = {"modified_inputs": changed, "kernel_share": share}
             session.reply("outputs", reply)
-        elif cmd == "release":  # commands() has dropped the held outputs and emptied their pool
+        elif cmd == "release":
+            # commands() has dropped the held outputs and emptied their pool; the allocator's other cached blocks
+            # go back too, before the reference reads the device's free memory to lay the timing out.
+            device_memory.release_cache(device)
             session.reply("released", {})
         elif cmd == "warm":
             session.warm(models[i], command)
@@ -65,7 +68,7 @@ def serve_candidate(session: Session) -> None:
             held |= block
             session.reply("timing", facts)
         elif cmd == "hand_over":
-            on_device = device == "cuda" and job["memory"]["retained_on_device"]
+            on_device = device == "cuda" and command["on_device"]
             for rep in command["reps"]:
                 session.hand_over(output_path(handoff, i, "rep", rep), held[rep], on_device)
             held = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import buildshim, early_context, kernel_warmup, orphan_guard, startup_priority
+from evaluators.worker import buildshim, device_memory, early_context, kernel_warmup, orphan_guard, startup_priority
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.replies import Replies
 from kernels.problem_types import ProblemError
@@ -104,6 +104,8 @@ def main(argv: list[str]) -> None:
         with starting_worker_lock():
             torch.empty(1, device="cuda")
         kernel_warmup.start(argv[3])
+    else:
+        device_memory.open_simulated()  # a test's simulated device, where one is named: this process's context on it
     if argv[4:] == ["spare"]:
         _import_what_a_job_may_need(argv[3])
     command = replies.next_command()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from evaluators.worker import timing
+from evaluators.worker import device_memory, timing
 from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 from evaluators.worker.handoff import write_outputs
 from evaluators.worker.replies import Replies
@@ -64,18 +64,27 @@ class Session:
         if self.device != "cuda":
             return 0.0
         with torch.no_grad(), pinned(self.timing_cpu):
-            return timing.side_stream_ms(
+            reading = timing.side_stream_ms(
                 lambda args: model(*args), self.inputs_at(seed), self.clocks, self.job["flush_mb"]
             )
+        # Its flush buffer and input set go back: timed one after the other, the other side's timing comes next.
+        device_memory.release_cache(self.device)
+        return reading
 
     def warm(self, model, command: dict) -> None:
         """The parent's warm-up: `calls` calls before any timing."""
         with torch.no_grad(), pinned(self.timing_cpu):
             timing.warm_up(lambda args: model(*args), self.inputs_at, self.clocks, command["calls"], command["seed"])
+        # Its input set goes back to the device before either side's timing tensors are made: the timing was laid
+        # out on the memory free without it (worker/device_memory.py says what cached blocks cost).
+        device_memory.release_cache(self.device)
 
     def time(self, model, command: dict) -> tuple[dict, dict]:
-        """The parent's timing command at the current shape: facts and the held copies by repetition."""
-        memory = self.job["memory"]
+        """The parent's timing command at the current shape: facts and the held copies by repetition.
+
+        The command carries the shape's timing layout (its input sets, where held copies live): the parent lays each
+        shape's timing out on the memory free just before it.
+        """
         plan = timing.TimingPlan(
             first=command["first"],
             reps=command["reps"],
@@ -83,8 +92,8 @@ class Session:
             sketch_key=command["sketch_key"],
             hold=command["hold"],
             flush_mb=self.job["flush_mb"],
-            timing_sets=memory["timing_sets"],
-            held_device=self.device if memory["retained_on_device"] else "cpu",
+            timing_sets=command["timing_sets"],
+            held_device=self.device if command["held_on_device"] else "cpu",
             lead_ms=command.get("lead_ms", 0.0),
         )
         if self.timing_tensors is None or self.timing_tensors[0] != command["shape"]:

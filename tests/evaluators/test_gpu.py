@@ -123,4 +123,4 @@ def test_a_problem_larger_than_the_device_does_not_fit(cache_dir, tmp_path):
     huge.write_text(PROBLEM.read_text().replace('"gpu": {"M": 8192, "N": 4096}', '"gpu": {"M": 1048576, "N": 131072}'))
     result = evaluate(str(huge), candidate("torch_only"), "cuda", EvalOptions(cache_dir=cache_dir))
     assert result.status == "does_not_fit", result.message
-    assert "bytes free of" in result.message and "needs" in result.message
+    assert "GiB free of" in result.message and "needs ~" in result.message

@@ -5,7 +5,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evaluators.worker.memory import GIB, RESERVE_BYTES, ShapeSizes, plan_memory
+from evaluators.worker.memory import (
+    GIB,
+    RESERVE_BYTES,
+    ShapeSizes,
+    least_timing_bytes,
+    plan_memory,
+    timing_layout,
+)
 from evaluators.worker.reference import NoRoom, shape_sizes
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
@@ -16,46 +23,73 @@ H100 = 80 * GIB
 
 def test_a_kernelbench_relu_at_full_size_fits_an_h100_with_outputs_on_the_host():
     relu = ShapeSizes("4096x393216", 4096 * 393216 * 4, 4096 * 393216 * 4)  # 6 GiB in, 6 GiB out
-    plan = plan_memory([relu], free_bytes=H100 - GIB, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    plan = plan_memory([relu], free_bytes=H100 - GIB, total_bytes=H100, flush_bytes=FLUSH, trials=3)
     assert plan.fits
     assert not plan.expected_on_device  # 18 GiB of reference outputs would crowd the candidate
-    assert plan.copy_inputs and plan.timing_sets >= 1
-    # 18 GiB of candidate trial outputs are handed over on the device. Both sides are timed at once, each with its
-    # set, its outputs and its flush buffer, so one 6 GiB timed output is kept there per side.
-    assert plan.handoff_on_device and plan.side_by_side and plan.retained_on_device and plan.retained == 1
+    assert plan.copy_inputs and plan.handoff_on_device  # 18 GiB of candidate trial outputs, handed over on the device
+    # Both sides are timed at once, each with its set, its outputs and its flush buffer, so one 6 GiB timed output is
+    # kept there per side.
+    layout = timing_layout(relu, H100 - GIB, FLUSH, retained=4)
+    assert layout.side_by_side and layout.retained_on_device and layout.retained == 1 and layout.timing_sets >= 1
 
 
 def test_two_sides_timed_at_once_only_where_a_second_call_takes_at_most_half_the_room():
-    """Otherwise the reference is timed first and the candidate after it; the plan keeps more for the one."""
+    """Otherwise the reference is timed first and the candidate after it; the layout keeps more for the one."""
     for gib, together in ((20, True), (28, False)):
         shape = ShapeSizes("big", gib * GIB // 2, gib * GIB // 2)
-        plan = plan_memory([shape], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+        layout = timing_layout(shape, H100, FLUSH, retained=4)
         room = H100 - 2 * (gib * GIB // 2) - FLUSH - RESERVE_BYTES
-        assert plan.fits and plan.side_by_side is together
+        assert layout.side_by_side is together
         assert together == (gib * GIB + FLUSH <= room // 2)
 
 
 def test_small_problems_keep_everything_on_the_device_and_rotate_several_sets():
     small = ShapeSizes("64x512", 64 * 512 * 4, 64 * 512 * 4)
-    plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
-    assert plan.fits and plan.expected_on_device and plan.retained_on_device and plan.copy_inputs
-    assert plan.timing_sets == 4 and plan.retained == 4 and plan.handoff_on_device and plan.side_by_side
+    plan = plan_memory([small], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3)
+    assert plan.fits and plan.expected_on_device and plan.copy_inputs and plan.handoff_on_device
+    layout = timing_layout(small, H100, FLUSH, retained=4)
+    assert layout.side_by_side and layout.retained_on_device and (layout.timing_sets, layout.retained) == (4, 4)
 
 
-def test_the_largest_shape_decides():
-    shapes = [ShapeSizes("small", 1 << 20, 1 << 20), ShapeSizes("big", 30 * GIB, 30 * GIB)]
-    plan = plan_memory(shapes, free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+def test_the_largest_shape_decides_the_plan_and_each_shape_its_timing():
+    small, big = ShapeSizes("small", 1 << 20, 1 << 20), ShapeSizes("big", 30 * GIB, 30 * GIB)
+    plan = plan_memory([small, big], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3)
     assert plan.fits and not plan.copy_inputs  # a second 30 GiB copy would not fit: inputs are fingerprinted
-    assert plan.timing_sets == 1 and not plan.retained_on_device and not plan.handoff_on_device
+    assert not plan.handoff_on_device
+    layout = timing_layout(big, H100, FLUSH, retained=4)
+    assert layout.timing_sets == 1 and not layout.side_by_side and not layout.retained_on_device
+    assert timing_layout(small, H100, FLUSH, retained=4).timing_sets == 4
 
 
-def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_bytes():
+def test_one_input_set_that_cannot_fit_gets_a_reason_naming_the_sizes():
     huge = ShapeSizes("M=1048576 N=131072", 1 << 39, 1 << 39)
-    plan = plan_memory([huge], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, retained=4)
+    plan = plan_memory([huge], free_bytes=H100, total_bytes=H100, flush_bytes=FLUSH, trials=3, reference_bytes=GIB)
     assert not plan.fits
-    needed = (1 << 40) + FLUSH + RESERVE_BYTES
-    assert f"needs {needed:,} bytes" in plan.reason and f"{H100:,} bytes free of {H100:,}" in plan.reason
+    assert plan.reason.startswith("shape M=1048576 N=131072 needs ~1,028 GiB for one call's inputs (512 GiB) and ")
+    assert "the reference (1 GiB)" in plan.reason and plan.reason.endswith("the device has 80 GiB free of 80 GiB")
     assert plan.reason.count("\n") == 0
+
+
+def test_what_the_reference_holds_counts_against_the_room():
+    shape = ShapeSizes("s", 10 * GIB, GIB)
+    needed = 11 * GIB + FLUSH + RESERVE_BYTES
+    assert plan_memory([shape], needed, H100, FLUSH, trials=3).fits
+    assert not plan_memory([shape], needed, H100, FLUSH, trials=3, reference_bytes=1).fits
+
+
+def test_a_timing_is_laid_out_only_where_one_side_at_a_time_fits():
+    """The least a shape's timing needs: one call's inputs and outputs, the flush and the reserve."""
+    avg_pool = ShapeSizes("16x64x2048x2048", 16 * GIB, 16 * 64 * 186 * 186 * 4)  # level 1's 45_Average_Pooling_2D
+    least = least_timing_bytes(avg_pool, FLUSH)
+    assert least == avg_pool.input_bytes + avg_pool.output_bytes + FLUSH + RESERVE_BYTES
+    assert timing_layout(avg_pool, least - 1, FLUSH, retained=4) is None
+    alone = timing_layout(avg_pool, least, FLUSH, retained=4)
+    assert not alone.side_by_side and alone.timing_sets == 1 and not alone.retained_on_device
+    # The 8.1 GiB free its candidate's timing found on an H100 was too little even one side at a time. With only the
+    # two workers' and a few spares' contexts there (about 3 GiB), both sides are timed at once, one input set each.
+    assert timing_layout(avg_pool, int(8.1 * GIB), FLUSH, retained=4) is None
+    both = timing_layout(avg_pool, 77 * GIB, FLUSH, retained=4)
+    assert both.side_by_side and both.timing_sets == 1 and both.retained_on_device and both.retained == 4
 
 
 HUGE_LINEAR = (
@@ -77,7 +111,7 @@ def _session(tmp_path, text: str, reference=None):
     runtime.use_shape(shape)
     if reference is not None:
         runtime.reference = reference
-    return SimpleNamespace(runtime=runtime, job={"seed": 0, "flush_mb": 512}), shape
+    return SimpleNamespace(runtime=runtime, device="cpu", job={"seed": 0, "flush_mb": 512}), shape
 
 
 def test_inputs_that_leave_no_room_are_sized_on_meta_and_never_built(tmp_path):
@@ -89,7 +123,7 @@ def test_inputs_that_leave_no_room_are_sized_on_meta_and_never_built(tmp_path):
     session, shape = _session(tmp_path, HUGE_LINEAR.replace("B, N = 8,", "B, N = 8192,"), never)
     sizes = shape_sizes(session, shape, free_bytes=GIB)
     assert (sizes.input_bytes, sizes.output_bytes) == (8192 * 131072 * 4, 0)
-    assert not plan_memory([sizes], GIB, H100, FLUSH, trials=3, retained=4).fits
+    assert not plan_memory([sizes], GIB, H100, FLUSH, trials=3).fits
 
 
 def test_output_sizes_come_from_one_real_call(tmp_path):

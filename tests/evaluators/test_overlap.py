@@ -117,6 +117,7 @@ def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options,
     monkeypatch.setattr(ReferenceWorker, "overlap", property(lambda self: False))
     monkeypatch.setattr(ReferenceWorker, "memory", property(lambda self: plan))
     monkeypatch.setattr(ReferenceWorker, "ready", property(lambda self: {"memory": plan}))
+    monkeypatch.setattr(ReferenceWorker, "replan", lambda self: plan)  # made again once room is made: still short
     source, count = _oom_candidate(tmp_path, times=0)
     result = evaluate(str(PROBLEM), source, "cpu", options)
     assert result.status == "does_not_fit", result.message
@@ -154,7 +155,7 @@ class ModelNew(ModelNew):
 class _Started:
     """A ReferenceWorker's view of its process's first answer, without a process."""
 
-    overlap = ReferenceWorker.overlap
+    overlap, memory_planned = ReferenceWorker.overlap, ReferenceWorker.memory_planned
 
     def __init__(self, facts: dict):
         self.started, self.device = facts, "cuda"

@@ -10,6 +10,7 @@ from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import TIMING_BLOCKS, Block, ShapeTiming, split, time_side_by_side
 from evaluators.judge.verdicts import side_stream_counted
 from evaluators.judge.wall import Span, judge_timing
+from evaluators.worker.device_lock import LockTimeout, device_lock
 
 CALL_S = 1e-4  # each fake call: a 0.1 ms kernel
 FIXED_S = 2e-3  # each fake timing command's cost beside its calls
@@ -53,16 +54,18 @@ def cuda_lock(monkeypatch):
 def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int = 1 << 10, candidate_s=CALL_S,
            reference_issue_ms: float = 0.02):  # fmt: skip
     log = []
-    memory = {
-        "retained": 4,
-        "side_by_side": side_by_side,
-        "sizes": [{"name": "s", "input_bytes": 1, "output_bytes": output_bytes}],
-    }
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": output_bytes}]}
+    layout = {"side_by_side": side_by_side, "timing_sets": 2, "retained": 4, "retained_on_device": True}
     options = EvalOptions(cache_dir=tmp_path)
     reference = Process("reference", log, issue_ms=reference_issue_ms)
     candidate = Process("candidate", log, candidate_s, issue_ms=0.5)
-    timings = time_side_by_side(reference, candidate, 0, device, options, memory, False)
-    return timings, log
+
+    def room():
+        log.append(("parent", {"cmd": "room"}))
+        return layout
+
+    timings = time_side_by_side(reference, candidate, 0, device, options, memory, False, room)
+    return timings, [(name, c) for name, c in log if name != "parent"]
 
 
 def _timed_blocks(log) -> list[tuple[str, dict]]:
@@ -157,6 +160,27 @@ def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_b
     assert len(reference_last) == 1 and reference_last[0]["reps"] == 0
 
 
+def test_the_timing_is_laid_out_under_the_lock_before_any_command_and_its_layout_travels(tmp_path, cuda_lock):
+    """The device's memory is read with the timing lock held: no other evaluation's timing tensors come or go."""
+    log, options = [], EvalOptions(cache_dir=tmp_path)
+    layout = {"side_by_side": True, "timing_sets": 3, "retained": 2, "retained_on_device": False}
+
+    def room():
+        with pytest.raises(LockTimeout):  # held: by this timing
+            with device_lock(tmp_path, "cuda-fake", timeout_s=0):
+                pass
+        log.append(("parent", {"cmd": "room"}))
+        return layout
+
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
+    timings = time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory,
+                                False, room)  # fmt: skip
+    assert log[0] == ("parent", {"cmd": "room"}) and len([c for _, c in log if c["cmd"] == "room"]) == 1
+    times = [c for name, c in log if c["cmd"] == "time"]
+    assert {(c["timing_sets"], c["held_on_device"]) for c in times} == {(3, False)}
+    assert all(timing.layout == layout for timing in timings)
+
+
 def test_the_cpu_times_each_repetition_as_a_block(tmp_path):
     """Under the interpreter a side makes three repetitions: three blocks of one each, in turn, no rehearsal."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, device="cpu")
@@ -249,12 +273,14 @@ def test_calls_that_issue_slower_than_they_run_are_flagged_but_timed_as_the_devi
 def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(tmp_path, cuda_lock):
     from evaluators.worker.device_lock import LockTimeout, host_lock
 
-    memory = {"retained": 4, "side_by_side": True, "sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1024}]}
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1024}]}
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 4, "retained_on_device": True}
     options = EvalOptions(cache_dir=tmp_path, lock_timeout_s=0.3)
     with host_lock(tmp_path):  # another GPU of the machine timing
         log = []
-        time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, False)
+        time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, False,
+                          lambda: layout)  # fmt: skip
         assert _timed_blocks(log)
         with pytest.raises(LockTimeout, match="host's"):
             time_side_by_side(Process("reference", []), Process("candidate", []), 0, "cuda", options, memory, False,
-                              alone=True)  # fmt: skip
+                              lambda: layout, alone=True)  # fmt: skip

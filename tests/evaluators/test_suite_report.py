@@ -89,6 +89,23 @@ def test_report_files(tmp_path):
     assert "set aside" in labels and "failed" in labels and "1-2x" in labels
 
 
+def test_a_problem_too_large_for_the_device_is_counted_apart_and_never_raises_fast_p(tmp_path):
+    """does_not_fit is the machine's limit: not a failed candidate, and not dropped from fast_p's denominator."""
+    message = "does not fit: shape big needs ~90 GiB for one call's inputs ...; the device has 79.1 GiB free of 80 GiB"
+    unfit = row_from_result("k", EvalResult(status="does_not_fit", message=message))
+    assert unfit.status == "does_not_fit" and not unfit.fast(0) and unfit.message == message
+    summary = summarize([*rows(), unfit])
+    assert summary["problems"] == 11 and summary["does_not_fit"] == 1 and summary["not_judged"] == 1
+    assert summary["fast_0"] == pytest.approx(6 / 11)
+    machine = {"gpu": "H100", "gpus": 1, "cpu": "c", "torch": "2.x", "python": "3.11", "executor": "local: cuda"}
+    markdown = write_suite_report(tmp_path, [*rows(), unfit], suite="s", machine_info=machine, title="T").read_text()
+    assert "too large for the device's memory: 1 (the machine's limit, not a failed candidate" in markdown
+    svg = ElementTree.fromstring((tmp_path / "speedup.svg").read_text())
+    bars = {r.find("{http://www.w3.org/2000/svg}title").text for r in svg.iter("{http://www.w3.org/2000/svg}rect")
+            if r.find("{http://www.w3.org/2000/svg}title") is not None}  # fmt: skip
+    assert {"failed: 3", "does not fit: 1"} <= bars  # g, h and i failed; k did not fit
+
+
 def test_fast_1_and_geomean_over_torch_compile_on_a_hand_checked_table(tmp_path):
     # Over compile: a 2.0, b 0.5, e 1.0 (not more than 1), f set aside (counts nowhere), c has no compile timing.
     over = {"a": 2.0, "b": 0.5, "e": 1.0, "f": 8.0}

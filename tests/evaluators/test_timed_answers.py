@@ -16,7 +16,7 @@ from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.timing import Clocks, TimingPlan, rep_seed, time_reps
 
 NONCES, KEY = (1234, 4321), 5678  # two blocks a side, each with its nonce
-MEMORY = {"retained_on_device": False, "compare_chunk": 1 << 20}
+MEMORY = {"compare_chunk": 1 << 20}
 
 
 def fresh_inputs(seed: int) -> list:
@@ -66,7 +66,7 @@ def check(found: list, reps: int, answers: TimedAnswers, tmp_path, held=()) -> t
     session = SimpleNamespace(runtime=SimpleNamespace(inputs=lambda seed, dist: fresh_inputs(seed)), device="cpu",
                               job={"max_result_mb": 1})  # fmt: skip
     command = {"shape": 0, "reps": reps, "blocks": blocks(reps), "sketch_key": KEY, "sketches": found,
-               "held": list(held)}  # fmt: skip
+               "held": list(held), "held_on_device": False}  # fmt: skip
     model = Reference()
     verdict = check_reps(session, model, command, tmp_path, (None, None), MEMORY, answers.take(command))
     assert answers.take(command) == {}  # given up to the check: the copies go with it

@@ -146,14 +146,15 @@ def _session() -> Session:
     """A worker's session on the CPU with a problem of one input; only what its timing command reads."""
     session = Session.__new__(Session)
     session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
-    session.job = {"memory": {"timing_sets": 4, "retained_on_device": True}, "flush_mb": 1}
+    session.job = {"flush_mb": 1}
     session.clocks, session.held = Clocks("cpu"), HeldOutputs("cpu")
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
 
 
 def _time(session: Session, shape: int, first: int, last: bool) -> None:
-    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "sketch_key": 2, "hold": None, "last": last}
+    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "sketch_key": 2, "hold": None, "last": last,
+               "timing_sets": 4, "held_on_device": True}  # fmt: skip
     session.time(lambda x: x * 2, command)
 
 

@@ -4,6 +4,7 @@ import json
 
 from evaluators.judge.result import EvalResult
 from graph import lab
+from graph.suite_runs import suite_row
 
 from .conftest import SHORT, cli
 
@@ -24,3 +25,6 @@ def test_a_problem_that_does_not_fit_stops_before_any_llm_call(tmp_path, monkeyp
     assert summary["stop_reason"] == f"the problem cannot be run on cpu: {MESSAGE}"
     assert summary["tokens"] == 0 and summary["iterations"] == 0 and len(evaluated) == 1
     assert MESSAGE in (run_dir / "report.md").read_text()
+    # In a suite's report it is the machine's limit, apart from the runs that found no correct kernel.
+    row = suite_row("level1/x", run_dir, "not finished")
+    assert (row.status, row.message) == ("does_not_fit", MESSAGE)
