@@ -80,6 +80,7 @@ class ShapeTiming:
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
     lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
+    alone: bool = False  # timed with nothing timed or started on the machine's other GPUs meanwhile
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
 
 
@@ -233,7 +234,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     waited = time.perf_counter()
     with (
         device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
-        host_lock(options.cache_dir, alone, options.lock_timeout_s),
+        host_lock(options.cache_dir, alone) as had_host,
     ):
         waited = time.perf_counter() - waited
         layout = room()
@@ -270,7 +271,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for b, run in enumerate(runs):
                 candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
         candidate_timing = candidate.finish(reference=False)
-        candidate_timing.lock_wait_s = waited
+        candidate_timing.lock_wait_s, candidate_timing.alone = waited, alone and had_host
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
     reference_timing.layout = candidate_timing.layout = layout

@@ -162,8 +162,13 @@ def apply_shape_timing(
         result.flag(
             "timing_disputed",
             f"shape {shape_result.name}: its process says {clock.claimed_ms:.4g} ms per call, the parent's clock "
-            f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice: "
-            "the parent's figure is used",
+            f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice, "
+            + (
+                "the second time with the machine's other GPUs quiet"
+                if timing.alone
+                else "the second time not alone (another process kept the host's timing lock)"
+            )
+            + ": the parent's figure is used",
         )
     runtime = max(runtime, floor_ms(clock), RESOLUTION_MS)
     issued = issue_median(timing.facts.get("issue_ms"), timing.reps)

@@ -16,10 +16,12 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from evaluators.worker.devices import visible_gpus
+
+HOST_WAIT_S = 30.0  # seconds a timing or a starting worker waits for the host's lock before going on without it
 
 
 class LockTimeout(RuntimeError):
@@ -37,20 +39,25 @@ def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None
 
 
 @contextmanager
-def host_lock(cache_dir: Path, alone: bool = False, timeout_s: float | None = None):
+def host_lock(cache_dir: Path, alone: bool = False, wait_s: float | None = None):
     """Shared by timings and starting workers on every GPU of this machine; `alone`, held by one with none of them.
 
-    One waiting to be alone keeps the turnstile, so holders that come after it wait behind it: a steady stream of
-    timings on the other GPUs never starves it.
+    Yields whether it was had within `wait_s` (HOST_WAIT_S by default). A legitimate holder keeps it for one shape's
+    timing or one context's start, seconds. Past the wait, the holder is taken for a process that keeps it on purpose
+    (a candidate can open the file too), and the caller goes on without it: the lock only makes a retime quieter, so
+    no verdict waits on it. One waiting to be alone keeps the turnstile, so holders that come after it wait behind
+    it: a steady stream of timings on the other GPUs never starves it.
     """
-    deadline = _deadline(timeout_s)
-    with _held(_lock_file(cache_dir, "host.turnstile"), False, timeout_s, deadline, "the host's"):
-        host = _held(_lock_file(cache_dir, "host.lock"), not alone, timeout_s, deadline, "the host's")
-        host.__enter__()
+    wait_s = HOST_WAIT_S if wait_s is None else wait_s
+    deadline, held = _deadline(wait_s), ExitStack()
     try:
-        yield
-    finally:
-        host.__exit__(None, None, None)
+        with _held(_lock_file(cache_dir, "host.turnstile"), False, wait_s, deadline, "the host's"):
+            held.enter_context(_held(_lock_file(cache_dir, "host.lock"), not alone, wait_s, deadline, "the host's"))
+        had = True
+    except LockTimeout:
+        had = False
+    with held:
+        yield had
 
 
 def _lock_file(cache_dir: Path, name: str) -> Path:

@@ -109,14 +109,29 @@ def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the
 def test_timings_on_several_gpus_share_the_host_and_one_alone_waits_for_them(tmp_path):
     from evaluators.worker.device_lock import host_lock
 
-    with host_lock(tmp_path), host_lock(tmp_path):  # two GPUs timing at once
-        with pytest.raises(LockTimeout, match="host's timing lock"):
-            with host_lock(tmp_path, alone=True, timeout_s=0.2):
-                pass
-    with host_lock(tmp_path, alone=True, timeout_s=0.2):
-        with pytest.raises(LockTimeout):
-            with host_lock(tmp_path, timeout_s=0.2):
-                pass
+    with host_lock(tmp_path) as first, host_lock(tmp_path) as second:  # two GPUs timing at once
+        assert first and second
+        with host_lock(tmp_path, alone=True, wait_s=0.2) as alone:
+            assert not alone
+    with host_lock(tmp_path, alone=True, wait_s=0.2) as alone:
+        assert alone
+        with host_lock(tmp_path, wait_s=0.2) as shared:
+            assert not shared
+
+
+def test_a_process_that_keeps_the_host_lock_delays_a_timing_by_the_wait_alone(tmp_path):
+    """A candidate can open the lock file too: past the wait, the timing goes on without the lock."""
+    from evaluators.worker.device_lock import host_lock
+
+    (tmp_path / "locks").mkdir()
+    with open(tmp_path / "locks" / "host.lock", "a") as kept:
+        fcntl.flock(kept, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with host_lock(tmp_path, wait_s=0.3) as had:
+            assert not had
+        assert time.monotonic() - started < 5
+        with host_lock(tmp_path, wait_s=0.3) as had:  # the turnstile was given back: no one is stuck behind it
+            assert not had
 
 
 def test_one_waiting_to_be_alone_is_not_starved_by_timings_that_come_after_it(tmp_path):

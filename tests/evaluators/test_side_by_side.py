@@ -270,17 +270,21 @@ def test_calls_that_issue_slower_than_they_run_are_flagged_but_timed_as_the_devi
         assert _judged_with_probes(0.0, 0.0, issue_ms=issued)[1] == []
 
 
-def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(tmp_path, cuda_lock):
-    from evaluators.worker.device_lock import LockTimeout, host_lock
+def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(tmp_path, cuda_lock, monkeypatch):
+    from evaluators.worker import device_lock
+    from evaluators.worker.device_lock import host_lock
 
+    monkeypatch.setattr(device_lock, "HOST_WAIT_S", 0.3)
     memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1024}]}
     layout = {"side_by_side": True, "timing_sets": 2, "retained": 4, "retained_on_device": True}
-    options = EvalOptions(cache_dir=tmp_path, lock_timeout_s=0.3)
-    with host_lock(tmp_path):  # another GPU of the machine timing
+    options = EvalOptions(cache_dir=tmp_path)
+
+    def timed(alone: bool):
         log = []
-        time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, False,
-                          lambda: layout)  # fmt: skip
-        assert _timed_blocks(log)
-        with pytest.raises(LockTimeout, match="host's"):
-            time_side_by_side(Process("reference", []), Process("candidate", []), 0, "cuda", options, memory, False,
-                              lambda: layout, alone=True)  # fmt: skip
+        reference, candidate = Process("reference", log), Process("candidate", log)
+        return time_side_by_side(reference, candidate, 0, "cuda", options, memory, False, lambda: layout, alone=alone)
+
+    with host_lock(tmp_path):  # another GPU of the machine timing
+        assert not timed(False)[1].alone
+        assert not timed(True)[1].alone  # it waited for the host, then went on without it
+    assert timed(True)[1].alone
