@@ -2,7 +2,11 @@
 
 A sketch of an output is, per tensor, its shape and the sum of its values weighted by Gaussian weights drawn from
 a key the parent reveals with the timing command (NaN or Inf where the output has one). One block of weights is
-reused along the tensor, so a sketch costs a conversion and a dot product per block. The reference sketches its
+reused along the tensor, each block of the tensor reading it from an offset of its own drawn from the key, so a
+sketch costs a conversion and a dot product or two per block. With the same offset everywhere, the sketch saw only
+the sum of the tensor's blocks: for a matrix product that folded sum is a fraction of the product's work, and a
+red team passed a cheaper wrong GEMM that way (docs/CONTRACTS.md). With an offset per block, matching the sketch
+of a product without computing it costs as much as the product. The reference sketches its
 own answer on the repetition's inputs: for an honest output, whose error does not depend on the weights, the two
 differ by at most a few standard deviations of the tolerance (sketch_tolerance).
 """
@@ -10,6 +14,7 @@ differ by at most a few standard deviations of the tolerance (sketch_tolerance).
 from __future__ import annotations
 
 import math
+import random
 
 import torch
 
@@ -47,6 +52,16 @@ class Sketcher:
             self.weights[slot] = _TO(self._weights(index, n, device), torch.float64)
         return self.weights[slot]
 
+    def segments(self, index: int, block: int, n: int) -> list[tuple[int, int, int]]:
+        """Where block `block` (n elements) of tensor `index` reads its weights: (start, end, weight start) runs.
+
+        Element t of the block has weight (t + offset) mod BLOCK; the first block's offset is 0, so a tensor of one
+        block reads the weights in order.
+        """
+        offset = random.Random(f"{self.key}:{index}:{block}").randrange(BLOCK) if block else 0
+        first = min(n, BLOCK - offset)
+        return [(0, first, offset)] + ([(first, n, 0)] if n > first else [])
+
     def sketch(self, outputs: list[torch.Tensor]) -> list[tuple[list[int], torch.Tensor]]:
         """Per output tensor: its shape and a device scalar, the weighted sum (no synchronization)."""
         sketches = []
@@ -54,9 +69,10 @@ class Sketcher:
             flat = _values(tensor)
             weights = self._weights(index, min(flat.numel(), BLOCK), flat.device)
             total = torch.zeros((), dtype=torch.float64, device=flat.device)
-            for lo in range(0, flat.numel(), BLOCK):
+            for block, lo in enumerate(range(0, flat.numel(), BLOCK)):
                 part = _TO(flat[lo : lo + BLOCK], torch.float32)
-                total += _DOT(part, weights[: part.numel()])
+                for start, end, at in self.segments(index, block, part.numel()):
+                    total += _DOT(part[start:end], weights[at : at + end - start])
             sketches.append((list(tensor.shape), total))
         return sketches
 
@@ -98,18 +114,22 @@ def sketch_tolerance(expected: list[torch.Tensor], sketcher: Sketcher, atol, rto
         atol_t, rtol_t = tolerance(tensor.dtype, atol, rtol)
         flat = _values(tensor)
         n = flat.numel()
-        width, full, extra = _sharing(n)
+        width, full, _ = _sharing(n)
         weights = sketcher.weights64(index, width, flat.device)
         shared = torch.zeros(width, dtype=torch.float64, device=flat.device)
         rounding = torch.zeros((), dtype=torch.float64, device=flat.device)
-        for lo in range(0, n, BLOCK):
+        for block, lo in enumerate(range(0, n, BLOCK)):
             part = flat[lo : lo + BLOCK]
             part = (part if part.dtype in _SUMMED_AS_IS else _TO(part, torch.float64)).nan_to_num(0.0, 0.0, 0.0)
-            shared[: part.numel()].add_(part.abs(), alpha=rtol_t)
-            terms = torch.mul(part, weights[: part.numel()])  # float64: the product is promoted, not the block
-            rounding += ROUNDING * math.sqrt(part.numel()) * torch.linalg.vector_norm(terms)
+            squares = torch.zeros((), dtype=torch.float64, device=flat.device)
+            for start, end, at in sketcher.segments(index, block, part.numel()):
+                shared[at : at + end - start].add_(part[start:end].abs(), alpha=rtol_t)
+                # float64: the product is promoted, not the block
+                squares += torch.linalg.vector_norm(torch.mul(part[start:end], weights[at : at + end - start])) ** 2
+                if block and part.numel() < BLOCK:  # the last, short block: the weights it reads serve once more
+                    shared[at : at + end - start] += atol_t
+            rounding += ROUNDING * math.sqrt(part.numel()) * squares.sqrt()
         shared += atol_t * full
-        shared[:extra] += atol_t
         bounds.append(8.0 * (shared**2).sum().sqrt() + 2 * rounding)
     return bounds
 

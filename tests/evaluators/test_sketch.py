@@ -84,3 +84,27 @@ def test_the_floor_is_never_above_the_bound_and_is_it_for_zeros_without_rtol(mon
     zeros = torch.zeros_like(expected)
     (floor,) = sketch_floor([zeros], 0.5, 0.0)
     assert floor == pytest.approx(read_back([sketch_tolerance([zeros], Sketcher(4), 0.5, 0.0)])[0][0], rel=1e-6)
+
+
+@pytest.mark.parametrize("key", range(5))
+def test_an_output_wrong_everywhere_but_in_its_folded_sum_fails(monkeypatch, key):
+    """With one weight block read the same way along the tensor, the sketch saw only the sum of the tensor's blocks,
+    which for a matrix product is a fraction of its work: a wrong output with the right folded sum passed."""
+    monkeypatch.setattr(sketch, "BLOCK", 1000)
+    expected, wrong = torch.randn(4000), 5.0 * torch.randn(1000)
+    folded = expected.clone()
+    folded[:1000] += wrong  # every element of the first block off by far more than the tolerance,
+    folded[1000:2000] -= wrong  # and the second block's off the other way: the blocks' sum is the same
+    assert (folded.reshape(4, 1000).sum(0) - expected.reshape(4, 1000).sum(0)).abs().max() < 1e-3
+    assert "weighted sum" in check(folded, expected, key)
+
+
+def test_each_block_reads_the_weights_from_an_offset_of_its_own_and_every_weight_once():
+    sketcher = Sketcher(7)
+    runs = [sketcher.segments(0, block, BLOCK) for block in range(4)]
+    assert runs[0] == [(0, BLOCK, 0)]
+    assert len({run[0][2] for run in runs}) == 4
+    for run in runs:
+        covered = sorted((at, at + end - start) for start, end, at in run)
+        assert covered[0][0] == 0 and covered[-1][1] == BLOCK and sum(b - a for a, b in covered) == BLOCK
+    assert sketcher.segments(2, 3, 10) == Sketcher(7).segments(2, 3, 10)  # both sides draw the same
