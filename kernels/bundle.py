@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from kernels.gpumode import HARNESS
 from kernels.problem import load_problem
 from kernels.problem_types import Problem, ProblemError
 
@@ -27,12 +28,15 @@ def pack_problem(problem: Problem) -> dict:
     path = problem.path.resolve()
     files = sorted(_problem_files(path)) if path.is_dir() else [path]
     root = Path(os.path.commonpath([path.parent, *(file.parent for file in files)]))
+    # A file problem travels as the text it was loaded from: the file may have changed since (a candidate runs as
+    # the same user). A directory's files are read now, and a change since shows as a digest that does not match.
+    texts = {path: problem.source} if not path.is_dir() else {file: _read_text(file) for file in files}
     return {
         "name": problem.name,
         "format": problem.format,
         "digest": problem.digest,
         "path": path.relative_to(root).as_posix(),
-        "files": {file.relative_to(root).as_posix(): _read_text(file) for file in files},
+        "files": {file.relative_to(root).as_posix(): text for file, text in texts.items()},
     }
 
 
@@ -93,13 +97,16 @@ def _problem_files(directory: Path) -> set[Path]:
 
 
 def _task_sources(directory: Path) -> list[str]:
-    """The `source` of each entry in task.yml's `files` (the submission placeholder excluded)."""
+    """The `source` of each entry in task.yml's `files`, less the submission placeholder and the format's harness.
+
+    Our evaluator replaces that harness, so the loader neither needs nor stages it (kernels/gpumode.py).
+    """
     try:
         task = yaml.safe_load((directory / "task.yml").read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ProblemError(f"problem {directory.name}: cannot read task.yml: {str(exc).splitlines()[0]}") from None
     entries = task.get("files", []) if isinstance(task, dict) else []
-    sources = [entry.get("source") for entry in entries if isinstance(entry, dict)]
+    sources = [entry.get("source") for entry in entries if isinstance(entry, dict) and entry.get("name") != HARNESS]
     return [source for source in sources if isinstance(source, str) and source != SUBMISSION_PLACEHOLDER]
 
 

@@ -36,6 +36,7 @@ from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.worker.device_lock import LockTimeout
 from evaluators.worker.trial_seeds import trial_plan
+from kernels.bundle import pack_problem
 from kernels.problem import load_problem
 from kernels.problem_types import Problem
 
@@ -83,7 +84,8 @@ def evaluate(
     shapes = problem.shapes(device)
     job = {
         "device": device_kind(device),
-        "problem_path": str(problem.path),
+        # The problem as the parent loaded it: a worker never reads the user's files, which a candidate can rewrite.
+        "problem": pack_problem(problem),
         "shapes": [shape.to_json() for shape in shapes],
         "cache_dir": str(options.cache_dir),
         **options.model_dump(include=WORKER_OPTIONS),

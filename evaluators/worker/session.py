@@ -11,7 +11,7 @@ from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 from evaluators.worker.handoff import write_outputs
 from evaluators.worker.replies import Replies
 from evaluators.worker.timing_cpu import pinned, timing_cpu
-from kernels.problem import load_problem
+from kernels.bundle import unpack_problem
 from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
@@ -26,7 +26,8 @@ class Session:
         self.shape_name: str | None = None  # the shape being worked on, for error reports
         self.clocks = timing.Clocks(self.device)
         self.shapes = [Shape.from_json(s) for s in job["shapes"]]
-        self.runtime = problem_runtime(load_problem(job["problem_path"]), self.device)
+        # Laid out in this worker's own directory from the parent's copy, checked against its digest.
+        self.runtime = problem_runtime(unpack_problem(job["problem"], Path.cwd() / "problem"), self.device)
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
         # (shape, its input sets and flush buffer): kept across the shape's timing commands, given back at its last

@@ -14,6 +14,7 @@ from evaluators.judge.evaluate import WORKER_OPTIONS
 from evaluators.judge.reference_cache import ReferenceCache
 from evaluators.judge.toolchain import toolchain_key
 from evaluators.judge.wall import reported_ms
+from kernels.bundle import pack_problem
 from kernels.problem import load_problem
 from tests.evaluators.conftest import CANDIDATES, PROBLEM, candidate
 
@@ -109,7 +110,7 @@ def test_an_idle_reference_of_another_problem_ends_before_a_new_one_plans(tmp_pa
     other.write_text(PROBLEM.read_text() + "\n# another problem's text\n")
     third.write_text(PROBLEM.read_text() + "\n# a third problem's text\n")
     first = load_problem(PROBLEM)
-    job = {"device": "cpu", "problem_path": str(PROBLEM), "shapes": [s.to_json() for s in first.shapes("cpu")]}
+    job = {"device": "cpu", "problem": pack_problem(first), "shapes": [s.to_json() for s in first.shapes("cpu")]}
     job |= {"cache_dir": str(tmp_path), "trial_seed": 1, **options.model_dump(include=WORKER_OPTIONS)}
     try:
         held = reference_pool.reference_for(first, first.shapes("cpu"), "cpu", options, job)

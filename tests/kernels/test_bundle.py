@@ -44,9 +44,15 @@ def test_a_problem_directory_takes_its_files_and_those_task_yml_points_to(tmp_pa
 
 def test_a_task_yml_pointing_at_a_missing_file_is_one_line(tmp_path):
     problem = gpumode_like_directory(tmp_path)
-    (problem.path / "task.yml").write_text('files:\n  - {"name": "eval.py", "source": "../eval.py"}\n')
-    with pytest.raises(ProblemError, match=r"^problem scale: task.yml lists \.\./eval\.py, which is not a file$"):
+    (problem.path / "task.yml").write_text('files:\n  - {"name": "helpers.py", "source": "../helpers.py"}\n')
+    with pytest.raises(ProblemError, match=r"^problem scale: task.yml lists \.\./helpers\.py, which is not a file$"):
         pack_problem(problem)
+
+
+def test_the_formats_own_harness_is_left_behind_as_the_loader_leaves_it(tmp_path):
+    problem = gpumode_like_directory(tmp_path)
+    (problem.path / "task.yml").write_text('files:\n  - {"name": "eval.py", "source": "../eval.py"}\n')
+    assert not any(name.endswith("eval.py") for name in pack_problem(problem)["files"])
 
 
 @pytest.mark.parametrize("relpath", ["../escape.py", "/etc/passwd", "a/../../b.py"])
