@@ -28,7 +28,8 @@ def import_problem_module(problem: Problem, config: str | None = None) -> types.
     module = importlib.util.module_from_spec(spec)
     try:
         sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        # The text that was loaded and digested, not the file read again: another process may have written it since.
+        exec(compile(problem.source, str(problem.path), "exec"), vars(module))
     except (Exception, SystemExit) as exc:  # a broken problem file is reported, not raised through
         sys.modules.pop(module_name, None)
         reason = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"

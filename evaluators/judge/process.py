@@ -106,7 +106,9 @@ class Worker:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
         chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
-        command = [sys.executable, "-s", "-m", "evaluators.worker", str(chan_w), str(ctl_r), role]
+        # -P: the working directory (the worker's scratch, which another process of the user could write) is not on
+        # the import path, so nothing planted there is imported as a module.
+        command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), role]
         command += ["spare"] if spare else []
         use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
         # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
