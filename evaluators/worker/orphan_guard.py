@@ -16,13 +16,18 @@ import threading
 
 def start(control_fd: int) -> None:
     """Watch the control pipe from a daemon thread; when its last writer is gone, SIGKILL this process group."""
-    threading.Thread(target=_watch, args=(control_fd,), name="orphan-guard", daemon=True).start()
-
-
-def _watch(control_fd: int) -> None:
+    # What the watch calls is handed to its thread now, before any candidate code runs: a candidate that replaces
+    # os.killpg or this module's names later does not reach the running thread's own references.
     poller = select.poll()
     poller.register(control_fd, 0)  # no events asked for: poll still reports POLLHUP, and never spins on data
+    gone = select.POLLHUP | select.POLLERR | select.POLLNVAL
+    watch = threading.Thread(target=_watch, args=(poller, gone, os.killpg, signal.SIGKILL), name="orphan-guard")
+    watch.daemon = True
+    watch.start()
+
+
+def _watch(poller, gone: int, killpg, sigkill) -> None:
     while True:
         for _, event in poller.poll():
-            if event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                os.killpg(0, signal.SIGKILL)  # 0: this process's own group, however a PID namespace numbers it
+            if event & gone:
+                killpg(0, sigkill)  # 0: this process's own group, however a PID namespace numbers it
