@@ -161,7 +161,7 @@ def sketch_mismatch(found, expected: list, bounds: list[float]) -> str | None:
     if not isinstance(found, list) or len(found) != len(expected):
         return f"{len(found) if isinstance(found, list) else 'no'} output sketch(es) where {len(expected)} expected"
     for i, (got, want, bound) in enumerate(zip(found, expected, bounds, strict=True)):
-        if not (isinstance(got, list) and len(got) == 2 and _sketch_value(got[1])):
+        if not (isinstance(got, list) and len(got) == 2 and _sketch_shape(got[0]) and _sketch_value(got[1])):
             return f"output {i}: a malformed sketch"
         if got[0] != want[0]:
             return f"output {i}: shape {tuple(got[0])} found, {tuple(want[0])} expected"
@@ -172,6 +172,11 @@ def sketch_mismatch(found, expected: list, bounds: list[float]) -> str | None:
         if not abs(got[1] - want[1]) <= bound:
             return f"output {i}: its weighted sum is {abs(got[1] - want[1]):.4g} off, beyond {bound:.4g}"
     return None
+
+
+def _sketch_shape(shape) -> bool:
+    """A shape as sketch_values writes it: a list of sizes. A number there made the check raise instead of answer."""
+    return type(shape) is list and all(type(size) is int and size >= 0 for size in shape)
 
 
 def _sketch_value(value) -> bool:

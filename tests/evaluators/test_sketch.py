@@ -108,3 +108,10 @@ def test_each_block_reads_the_weights_from_an_offset_of_its_own_and_every_weight
         covered = sorted((at, at + end - start) for start, end, at in run)
         assert covered[0][0] == 0 and covered[-1][1] == BLOCK and sum(b - a for a, b in covered) == BLOCK
     assert sketcher.segments(2, 3, 10) == Sketcher(7).segments(2, 3, 10)  # both sides draw the same
+
+
+@pytest.mark.parametrize("shape", [7, None, "64", [2.5], [-1], [True]])
+def test_a_sketch_whose_shape_is_not_a_list_of_sizes_is_malformed(shape):
+    expected = Sketcher(1).sketch([torch.randn(4)])
+    (mine,) = sketch_values([expected])
+    assert sketch_mismatch([[shape, 0.0]], mine, [1.0]) == "output 0: a malformed sketch"
