@@ -93,4 +93,8 @@ def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
             raise HandoffError(f"{path.name} is not a readable tensor file ({type(exc).__name__})") from None
     if not isinstance(loaded, list) or not all(type(t) is torch.Tensor for t in loaded):
         raise HandoffError(f"{path.name} does not hold a list of tensors")
+    # Dense tensors only, as a candidate's outputs reach the harness: the comparison cannot read a sparse or
+    # quantized layout, and its failure there blamed the problem.
+    if not all(t.layout is torch.strided and not t.is_quantized for t in loaded):
+        raise HandoffError(f"{path.name} holds a tensor that is not dense")
     return loaded

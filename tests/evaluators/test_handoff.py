@@ -30,8 +30,21 @@ def test_outputs_round_trip(tmp_path):
         (lambda p: torch.save(OrderedDict(out=torch.ones(2)), p), "does not hold a list of tensors"),
         (lambda p: torch.save([torch.ones(2), 3], p), "does not hold a list of tensors"),
         (lambda p: torch.save([torch.nn.Parameter(torch.ones(2))], p), "does not hold a list of tensors"),
+        (lambda p: torch.save([torch.ones(2, 2).to_sparse()], p), "not dense"),
+        (lambda p: torch.save([torch.ones(2, 2).to_sparse_csr()], p), "not dense"),
     ],
-    ids=["missing", "symlink", "fifo", "oversized", "garbage", "dict", "non-tensor", "tensor-subclass"],
+    ids=[
+        "missing",
+        "symlink",
+        "fifo",
+        "oversized",
+        "garbage",
+        "dict",
+        "non-tensor",
+        "tensor-subclass",
+        "sparse",
+        "sparse-csr",
+    ],  # fmt: skip
 )
 def test_hostile_files_are_refused_with_a_reason(tmp_path, plant, reason):
     path = tmp_path / "trial0.pt"
