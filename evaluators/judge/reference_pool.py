@@ -78,6 +78,7 @@ class ReferenceWorker:
         self.served = 0  # evaluations it has been handed to: more than one means a later one found it warm
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
         self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
+        self.cached_sizes = job["sizes"]
         with self.lock:
             self.started = self._checked(lambda: self.worker.assign(job, None, "reference")).meta
         self._memory: Future = Future()
@@ -106,7 +107,8 @@ class ReferenceWorker:
             self._memory.set_exception(exc)
             self._ready.set_exception(exc)
             return
-        if store_sizes and memory.get("sizes"):
+        # Measured anew where the cached sizes did not fit (worker/reference.py, plan_for): the entry is corrected.
+        if memory.get("sizes") and (store_sizes or memory["sizes"] != self.cached_sizes):
             self.cache.store(sizes=memory["sizes"])
         self._memory.set_result(memory)
         if not memory["fits"]:

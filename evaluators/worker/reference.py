@@ -135,17 +135,21 @@ def plan_for(session: Session, models: ReferenceModels, free: int, total: int) -
     job = session.job
     if not device_memory.planned(session.device):
         return unbounded_plan().to_json()
-    if job.get("sizes"):
-        sizes = [ShapeSizes(**s) for s in job["sizes"]]
-    else:
-        sizes = []
-        try:
-            for i, shape in enumerate(session.shapes):
-                session.runtime.use_shape(shape)
-                sizes.append(shape_sizes(session, shape, free, lambda i=i: models.at(i)))
-        except NoRoom as no_room:
-            return MemoryPlan(False, str(no_room), free, total).to_json() | {"out_of_memory": True}
     held = device_memory.own_bytes(session.device)
+    if job.get("sizes"):
+        plan = plan_memory([ShapeSizes(**s) for s in job["sizes"]], free, total, job["flush_mb"] << 20, job["trials"],
+                           held)  # fmt: skip
+        # The cache is a file other processes of the user can write: a plan from it may fit, never rule out. Where
+        # it does not fit, the shapes are measured before anything is concluded.
+        if plan.fits:
+            return plan.to_json() | {"sizes": job["sizes"]}
+    sizes = []
+    try:
+        for i, shape in enumerate(session.shapes):
+            session.runtime.use_shape(shape)
+            sizes.append(shape_sizes(session, shape, free, lambda i=i: models.at(i)))
+    except NoRoom as no_room:
+        return MemoryPlan(False, str(no_room), free, total).to_json() | {"out_of_memory": True}
     plan = plan_memory(sizes, free, total, job["flush_mb"] << 20, job["trials"], held)
     return plan.to_json() | {"sizes": [vars(s) for s in sizes]}
 
