@@ -23,6 +23,9 @@ class TimedAnswers:
         """A timing block's answers, where it held every repetition's outputs (the rehearsal holds none)."""
         if command["hold"] is not None:
             return
+        # One timing's at a time: a new sketch key is a new timing, so answers no check took (a candidate that failed
+        # before its check, a disputed timing made again) are given up here, not kept by a warm reference for good.
+        self.kept = {key: answers for key, answers in self.kept.items() if key[2] == command["sketch_key"]}
         answers = self.kept.setdefault((command["shape"], command["nonce"], command["sketch_key"]), {})
         for offset, sketch in enumerate(facts["sketches"]):
             answers[offset] = (sketch, held[command["first"] + offset])

@@ -148,3 +148,13 @@ def test_only_sketches_beyond_their_floor_get_the_full_bound(tmp_path, monkeypat
     reference_timing(answers, reps=4)
     verdict, _ = check(wrong, 6, answers, tmp_path)
     assert [rep for rep, _ in verdict["sketches"]] == [0]
+
+
+def test_answers_no_check_took_are_given_up_when_the_next_timing_begins():
+    """A candidate that failed before its check left the warm reference's answers (and copies) behind."""
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    assert answers.kept
+    facts, held = timed_block(Reference(), 0, 2, NONCES[0], None)
+    answers.keep({"shape": 0, "nonce": NONCES[0], "sketch_key": KEY + 1, "first": 0, "hold": None}, facts, held)
+    assert {key[2] for key in answers.kept} == {KEY + 1}
