@@ -9,6 +9,7 @@ Every test works on a copy of the test problem and its own cache directory, and 
 an attack here must not reach the rest of the suite.
 """
 
+import json
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import reference_pool, spares
 from evaluators.judge.strict import strict_options
+from evaluators.worker import device_memory
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
@@ -70,5 +72,46 @@ def test_a_rewritten_problem_file_does_not_fail_the_next_honest_candidate(own_pr
     problem = load_problem(own_problem)
     evaluate(problem, attack("rewrite_problem_file"), "cpu", options.model_copy(update={"timing": False}))
     reference_pool.close_all()  # as a new run, a resumed one, or the next batch over the same suite starts
+    honest = evaluate(problem, CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    assert honest.status == "correct", honest.message
+
+
+# The device's memory: on the CPU the workers plan it for a simulated device (worker/device_memory.py), as the tests
+# of judge/device_room.py do.
+GIB = 1 << 30
+
+
+@pytest.fixture
+def simulated_device(tmp_path, monkeypatch, own_problem):
+    directory = tmp_path / "device"
+    directory.mkdir()
+    (directory / "device.json").write_text(json.dumps({"capacity": 8 * GIB, "context": 64 << 20}))
+    monkeypatch.setenv(device_memory.SIMULATED, str(directory))
+    spares.close_all()  # started without it, they would see no device
+    yield directory
+    reference_pool.close_all()
+    spares.close_all()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the reference cache is candidate-writable; sizes it holds plan the memory, and where they do not "
+    "fit the reference never measures the real ones (the check of cached sizes runs only after a plan that fits, "
+    "and only on CUDA), so a candidate's own failure ends as does_not_fit",
+)
+def test_a_poisoned_reference_cache_does_not_turn_a_failure_into_does_not_fit(own_problem, options, simulated_device):
+    result = evaluate(load_problem(own_problem), attack("poison_reference_cache"), "cpu", options)
+    assert result.status == "runtime_error", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: sizes one candidate wrote to the reference cache make every later evaluation of the problem with a "
+    "fresh reference does_not_fit, an honest one included, and the entry is never corrected",
+)
+def test_a_poisoned_reference_cache_does_not_stop_the_next_honest_candidate(own_problem, options, simulated_device):
+    problem = load_problem(own_problem)
+    evaluate(problem, attack("poison_reference_cache"), "cpu", options)
+    reference_pool.close_all()  # a new run, a resumed one, or a strict re-evaluation's reference (other options)
     honest = evaluate(problem, CONTROL, "cpu", options.model_copy(update={"timing": False}))
     assert honest.status == "correct", honest.message
