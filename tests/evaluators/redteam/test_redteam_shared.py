@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from evaluators import EvalOptions, evaluate
-from evaluators.judge import reference_pool, spares
+from evaluators.judge import process, reference_pool, spares
+from evaluators.judge.evaluate import EnvironmentFailure
 from evaluators.judge.strict import strict_options
 from evaluators.worker import device_memory
 from kernels.problem import load_problem
@@ -145,3 +146,23 @@ def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluatio
         attacker.result(timeout=600)
         holder.shutdown()
     assert honest.status == "correct", honest.message
+
+
+def test_in_its_own_pid_namespace_a_candidate_cannot_reach_the_reference(own_problem, options):
+    only_ns = options.model_copy(update={"pid_namespace": True, "timing": False})
+    if not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    result = evaluate(load_problem(own_problem), attack("kill_reference"), "cpu", only_ns)
+    assert result.status == "incorrect", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=EnvironmentFailure,
+    reason="open: without a PID namespace (the silent fallback where unshare is refused) a candidate can signal the "
+    "reference, a sibling of the same user; its death is raised as the machine's failure, not the candidate's verdict",
+)
+def test_without_a_pid_namespace_killing_the_reference_is_still_the_candidates_verdict(own_problem, options):
+    no_ns = options.model_copy(update={"pid_namespace": False, "timing": False})
+    result = evaluate(load_problem(own_problem), attack("kill_reference"), "cpu", no_ns)
+    assert result.status in ("incorrect", "runtime_error"), result.message
