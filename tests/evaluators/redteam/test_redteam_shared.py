@@ -11,7 +11,9 @@ an attack here must not reach the rest of the suite.
 
 import concurrent.futures
 import json
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -166,3 +168,40 @@ def test_without_a_pid_namespace_killing_the_reference_is_still_the_candidates_v
     no_ns = options.model_copy(update={"pid_namespace": False, "timing": False})
     result = evaluate(load_problem(own_problem), attack("kill_reference"), "cpu", no_ns)
     assert result.status in ("incorrect", "runtime_error"), result.message
+
+
+def _end_escaped(cache_dir: Path) -> None:
+    """End the grandchild an attack left running (its pid, as it wrote it), if it is still there."""
+    marker = cache_dir / "escaped.pid"
+    if marker.exists():
+        try:
+            os.kill(int(marker.read_text()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        True,
+        pytest.param(
+            False,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="bounded (docs/CONTRACTS.md): without a PID namespace a grandchild that left the process group "
+                "keeps its memory past the kill, and the candidate's shortage reads as the device's",
+            ),
+        ),
+    ],
+)
+def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
+    own_problem, options, simulated_device, namespace
+):
+    if namespace and not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    opts = options.model_copy(update={"pid_namespace": namespace})
+    try:
+        result = evaluate(load_problem(own_problem), attack("escape_and_hold_memory"), "cpu", opts)
+    finally:
+        _end_escaped(options.cache_dir)
+    assert result.status == "runtime_error", result.message
