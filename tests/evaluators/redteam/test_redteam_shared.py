@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -21,8 +22,9 @@ import pytest
 
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import process, reference_pool, spares
-from evaluators.judge.evaluate import EnvironmentFailure
+from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
 from evaluators.judge.strict import strict_options
+from evaluators.judge.toolchain import toolchain_key
 from evaluators.worker import device_memory
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
@@ -205,3 +207,46 @@ def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
     finally:
         _end_escaped(options.cache_dir)
     assert result.status == "runtime_error", result.message
+
+
+@pytest.mark.parametrize(
+    "replaced",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: the orphan guard looks os.killpg up in the candidate's own process when it fires, so "
+                "a candidate that replaced it outlives a parent that died",
+            ),
+        ),
+    ],
+)
+def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(own_problem, options, replaced):
+    source = attack("outlive_parent")
+    if not replaced:
+        source = source.replace("_os.killpg = lambda *args: time.sleep(3600)\n", "")
+    problem = load_problem(own_problem)
+    job = {
+        "device": "cpu", "problem_path": str(problem.path), "shapes": [s.to_json() for s in problem.shapes("cpu")],
+        "cache_dir": str(options.cache_dir), **options.model_dump(include=WORKER_OPTIONS), "role": "candidate",
+    }  # fmt: skip
+    worker = process.Worker("candidate", options, toolchain_key(), "cpu")
+    try:
+        (worker.scratch / "candidate.py").write_text(source)
+        worker.call({"cmd": "ping"}, "pong", "startup")
+        worker._send({"id": 1, "stage": "build", "cmd": "job", "job": job})  # its import hangs: no reply to wait for
+        deadline = time.monotonic() + 60
+        while not (worker.scratch / "imported").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (worker.scratch / "imported").exists(), worker.output_text()
+        os.close(worker._ctl_w)  # what the parent's death does to the control pipe
+        worker._ctl_w = -1
+        try:
+            worker.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        assert worker.proc.poll() is not None, "the worker outlived its parent"
+    finally:
+        worker.close()
