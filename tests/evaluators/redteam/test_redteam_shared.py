@@ -262,3 +262,42 @@ def test_the_candidates_timed_calls_run_after_the_parents_cache_flush(own_proble
     result = evaluate(load_problem(own_problem), attack("skip_cache_flush"), "cpu", options)
     assert result.status == "correct" and not result.set_aside, result.message  # nothing noticed it
     assert int((options.cache_dir / "flush_mb_timed").read_text()) == options.flush_mb
+
+
+def _rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+
+
+@pytest.mark.parametrize(
+    "failing",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: the reference keeps its timed answers (held copies) until the candidate's check takes "
+                "them; a candidate that fails before the check (or a disputed timing made again) leaves them in the "
+                "warm reference for good, and on a GPU the next candidates' timing has that much less room",
+            ),
+        ),
+    ],
+)
+def test_a_candidate_failing_mid_timing_leaves_nothing_in_the_warm_reference(own_problem, options, failing):
+    text = own_problem.read_text().replace('"cpu": {"M": 8, "N": 64}', '"cpu": {"M": 1024, "N": 4096}')
+    own_problem.write_text(text)  # 16 MiB outputs: three timed copies a shape on the CPU
+    problem = load_problem(own_problem)
+    opts = options.model_copy(update={"timeout_s": 60})
+    honest = attack("crash_in_last_timing_block").replace(
+        'raise RuntimeError("failed in its last timing block")', "pass"
+    )
+    assert evaluate(problem, honest, "cpu", opts).status == "correct"  # warms the reference
+    (reference,) = reference_pool._pool.values()
+    before = _rss_mib(reference.worker.proc.pid)
+    for _ in range(3):
+        result = evaluate(problem, attack("crash_in_last_timing_block") if failing else honest, "cpu", opts)
+        assert result.status == ("runtime_error" if failing else "correct"), result.message
+    assert evaluate(problem, honest, "cpu", opts).status == "correct"  # the same warm reference, still serving
+    grown = _rss_mib(reference.worker.proc.pid) - before
+    assert grown < 48, f"the warm reference grew by {grown:.0f} MiB"  # 3 failures x 3 copies x 16 MiB = 144 MiB
