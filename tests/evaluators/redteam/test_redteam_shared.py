@@ -301,3 +301,13 @@ def test_a_candidate_failing_mid_timing_leaves_nothing_in_the_warm_reference(own
     assert evaluate(problem, honest, "cpu", opts).status == "correct"  # the same warm reference, still serving
     grown = _rss_mib(reference.worker.proc.pid) - before
     assert grown < 48, f"the warm reference grew by {grown:.0f} MiB"  # 3 failures x 3 copies x 16 MiB = 144 MiB
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="test model only: the simulated device's files are writable by the candidate, so on the CPU its failure "
+    "can read as does_not_fit; a GPU's driver reading cannot be written, but the CPU tests prove less than they say",
+)
+def test_the_simulated_device_cannot_be_shrunk_by_the_candidate(own_problem, options, simulated_device):
+    result = evaluate(load_problem(own_problem), attack("shrink_simulated_device"), "cpu", options)
+    assert result.status == "runtime_error", result.message
