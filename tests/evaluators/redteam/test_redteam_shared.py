@@ -10,6 +10,7 @@ an attack here must not reach the rest of the suite.
 """
 
 import concurrent.futures
+import io
 import json
 import os
 import shutil
@@ -19,8 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from evaluators import EvalOptions, evaluate
+from evaluators import EvalOptions, batch, evaluate
+from evaluators.executors.local import LocalExecutor
 from evaluators.judge import process, reference_pool, spares
 from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
 from evaluators.judge.strict import strict_options
@@ -311,3 +314,43 @@ def test_a_candidate_failing_mid_timing_leaves_nothing_in_the_warm_reference(own
 def test_the_simulated_device_cannot_be_shrunk_by_the_candidate(own_problem, options, simulated_device):
     result = evaluate(load_problem(own_problem), attack("shrink_simulated_device"), "cpu", options)
     assert result.status == "runtime_error", result.message
+
+
+SLOW_REFERENCE = """
+
+import time as _time
+
+_honest_forward = Model.forward
+
+
+def _slow_forward(self, x):
+    _time.sleep(1.0)  # a slow reference: an honest fast kernel is beyond the plausible 10x
+    return _honest_forward(self, x)
+
+
+Model.forward = _slow_forward
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a batch's strict re-evaluation starts a new reference (its options differ), which imports the "
+    "problem file the candidate rewrote in its first run; the strict run then clears a wrong kernel",
+)
+def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_path, own_problem, options):
+    own_problem.write_text(own_problem.read_text() + SLOW_REFERENCE)
+    problems = {"slow": load_problem(own_problem)}
+    out = tmp_path / "out"
+    out.mkdir()
+    executor = LocalExecutor(["cpu"])
+    try:
+        rows = batch.judge(
+            problems, {"slow": attack("rewrite_problem_before_strict")}, out, executor, options,
+            Console(file=io.StringIO()),
+        )  # fmt: skip
+    finally:
+        executor.close()
+    row = rows["slow"]
+    assert row.rechecked, row  # its first run was set aside as beyond_plausible
+    assert not row.fast(1.0), row  # the strict run saw a wrong kernel: never fast
+    assert not row.cleared_by_strict, row.message
