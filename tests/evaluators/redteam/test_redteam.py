@@ -75,6 +75,7 @@ EXPECTED = {
     "blames_the_problem": ("runtime_error", "ProblemError"),  # the candidate's, not the problem's
     "sketch_out_of_range": ("incorrect", "a malformed sketch"),
     "sketch_shape_not_a_list": ("incorrect", "timed repetition"),  # a sketch the check cannot read is the candidate's
+    "sparse_trial_output": ("incorrect", "trial 0"),  # an output the comparison cannot read is the candidate's
     "spoil_kernel_profile": ("correct", "no custom kernel"),  # no measured share is no evidence
     # Its own kernels did none of the device time. On the CPU the sleep standing for the work is nobody's kernel time,
     # so the interpreter's split is between a do-nothing program and two small operators: checked on CUDA only.
@@ -86,6 +87,8 @@ EXPECTED = {
 OPEN = {
     "sketch_shape_not_a_list": "open: worker/sketch.py checks a sketch's sum but not its shape; a number as the "
     "shape makes the reference's check raise (tuple of an int), so the problem is blamed and no verdict is given",
+    "sparse_trial_output": "open: worker/handoff.py accepts any torch.Tensor weights_only loads, sparse layouts "
+    "included; the comparison raises on one, so the problem is blamed and no verdict is given",
 }
 
 
