@@ -24,6 +24,7 @@ from rich.console import Console
 
 from evaluators import EvalOptions, batch, evaluate
 from evaluators.executors.local import LocalExecutor
+from evaluators.judge import evaluate as evaluate_module
 from evaluators.judge import process, reference_pool, spares
 from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
 from evaluators.judge.strict import strict_options
@@ -354,3 +355,30 @@ def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_pat
     assert row.rechecked, row  # its first run was set aside as beyond_plausible
     assert not row.fast(1.0), row  # the strict run saw a wrong kernel: never fast
     assert not row.cleared_by_strict, row.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: handoff directories live side by side on /dev/shm and every worker runs as the same user, so one "
+    "candidate can overwrite another evaluation's outputs before its reference reads them",
+)
+def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_problem, options, monkeypatch):
+    shm = tmp_path / "shm"  # the tests' own /dev/shm: the attack must reach no one else's evaluations
+    shm.mkdir()
+    monkeypatch.setattr(evaluate_module, "SHM", shm)
+    other = tmp_path / "other" / PROBLEM.name
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    marker = options.cache_dir / "overwriting"
+    holder = concurrent.futures.ThreadPoolExecutor(1)
+    attacker = holder.submit(evaluate, load_problem(own_problem), attack("overwrite_others_outputs"), "cpu", options)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the attacker never reached its trials"
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    finally:
+        attacker.result(timeout=600)
+        holder.shutdown()
+    assert honest.status == "correct", honest.message
