@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -382,3 +383,23 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_
         attacker.result(timeout=600)
         holder.shutdown()
     assert honest.status == "correct", honest.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a worker's scratch directory is sys.path[0] under python -m, and the reference's sits beside the "
+    "candidate's; a module the candidate plants there runs in the reference when it first imports it (torch._dynamo's "
+    "imports, with the compile baseline), and can switch the reference's checks off",
+)
+def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_path, own_problem, options, monkeypatch):
+    scratch = tmp_path / "tmp"  # the workers' scratch directories, apart from anyone else's
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    reference_pool.close_all()
+    spares.close_all()
+    opts = options.model_copy(update={"compile_baseline": True, "timeout_s": 120})
+    result = evaluate(load_problem(own_problem), attack("plant_module_in_reference_cwd"), "cpu", opts)
+    spares.close_all()
+    ran = list(scratch.glob("ks-reference-*/ran-in-reference"))
+    assert result.status == "incorrect", (result.message, ran)  # its timed outputs are zeros
+    assert not ran, "the planted module ran in the reference"
