@@ -152,6 +152,8 @@ def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluatio
         # An honest candidate of another problem, evaluated meanwhile (a short lock timeout stands for the default).
         honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
     finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
         attacker.result(timeout=600)
         holder.shutdown()
     assert honest.status == "correct", honest.message
@@ -374,7 +376,10 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_
     shutil.copy(PROBLEM, other)
     marker = options.cache_dir / "overwriting"
     holder = concurrent.futures.ThreadPoolExecutor(1)
-    attacker = holder.submit(evaluate, load_problem(own_problem), attack("overwrite_others_outputs"), "cpu", options)
+    attacker = holder.submit(
+        evaluate, load_problem(own_problem), attack("overwrite_others_outputs"), "cpu",
+        options.model_copy(update={"timeout_s": 120}),
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
@@ -382,6 +387,8 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_
         assert marker.exists(), "the attacker never reached its trials"
         honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
     finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
         attacker.result(timeout=600)
         holder.shutdown()
     assert honest.status == "correct", honest.message

@@ -21,7 +21,7 @@ def _handoff_dir():
 
 def _overwrite_siblings(own, seconds: float) -> None:
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    while time.monotonic() < end and not _released():
         for other in own.parent.glob("ks-handoff-*"):
             if other == own:
                 continue
@@ -31,6 +31,12 @@ def _overwrite_siblings(own, seconds: float) -> None:
                 except OSError:
                     pass
         time.sleep(0.002)
+
+
+def _released() -> bool:
+    import os
+
+    return (_Path(os.environ["KS_CACHE_DIR"]) / "release").exists()
 
 
 class ModelNew(_Honest):
@@ -44,8 +50,10 @@ class ModelNew(_Honest):
             marker = _Path(os.environ["KS_CACHE_DIR"]) / "overwriting"
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(str(own))
-            time.sleep(HOLD_S)
+            end = time.monotonic() + HOLD_S  # for the test: a "release" file beside the marker ends it early
+            while time.monotonic() < end and not marker.with_name("release").exists():
+                time.sleep(0.1)
         return super().forward(x)
 
 
-HOLD_S = 25.0  # within the correctness stage's limit
+HOLD_S = 100.0  # within the correctness stage's limit (the test gives it 120 s)
