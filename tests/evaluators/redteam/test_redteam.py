@@ -74,6 +74,8 @@ EXPECTED = {
     "forged_error_report": ("runtime_error", "runtime_error in correctness"),  # a report's kind is never a verdict
     "blames_the_problem": ("runtime_error", "ProblemError"),  # the candidate's, not the problem's
     "sketch_out_of_range": ("incorrect", "a malformed sketch"),
+    "sketch_shape_not_a_list": ("incorrect", "timed repetition"),  # a sketch the check cannot read is the candidate's
+    "sparse_trial_output": ("incorrect", "trial 0"),  # an output the comparison cannot read is the candidate's
     "spoil_kernel_profile": ("correct", "no custom kernel"),  # no measured share is no evidence
     # Its own kernels did none of the device time. On the CPU the sleep standing for the work is nobody's kernel time,
     # so the interpreter's split is between a do-nothing program and two small operators: checked on CUDA only.
@@ -81,12 +83,25 @@ EXPECTED = {
 }
 
 
+# Attacks the evaluator does not answer yet (findings): each fails its test, marked so that the suite stays green.
+OPEN = {
+    "sketch_shape_not_a_list": "open: worker/sketch.py checks a sketch's sum but not its shape; a number as the "
+    "shape makes the reference's check raise (tuple of an int), so the problem is blamed and no verdict is given",
+    "sparse_trial_output": "open: worker/handoff.py accepts any torch.Tensor weights_only loads, sparse layouts "
+    "included; the comparison raises on one, so the problem is blamed and no verdict is given",
+}
+
+
 def test_every_attack_has_an_expected_verdict():
     assert set(EXPECTED) == set(ATTACKS)
+    assert set(OPEN) <= set(ATTACKS)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize(
+    "attack",
+    [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=OPEN[a])) if a in OPEN else a for a in ATTACKS],
+)
 def test_no_attack_is_a_false_accept(attack, device, cache_dir):
     tracemalloc.start()
     result = judge(attack, device, cache_dir)

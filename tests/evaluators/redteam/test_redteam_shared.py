@@ -1,0 +1,415 @@
+"""Red team, second front: state the candidate's process shares with the harness and with other evaluations.
+
+The attacks in attacks/ each run inside one evaluation and are judged by test_redteam.py. These reach further: the
+candidate runs as the harness's user, so it can write what other processes read later (the problem's file, the
+reference cache, the timing locks, the simulated device), and can outlive or out-wait its own evaluation. Each is
+judged against what an honest evaluator must say; a hole that is still open is an xfail(strict=True) naming it.
+
+Every test works on a copy of the test problem and its own cache directory, and ends the warm references it made:
+an attack here must not reach the rest of the suite.
+"""
+
+import concurrent.futures
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evaluators import EvalOptions, batch, evaluate
+from evaluators.executors.local import LocalExecutor
+from evaluators.judge import evaluate as evaluate_module
+from evaluators.judge import process, reference_pool, spares
+from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
+from evaluators.judge.strict import strict_options
+from evaluators.judge.toolchain import toolchain_key
+from evaluators.worker import device_memory
+from kernels.problem import load_problem
+from tests.evaluators.conftest import PROBLEM
+from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
+
+HERE = Path(__file__).parent
+
+
+def attack(name: str) -> str:
+    return f"{CONTROL}\n\n{(HERE / 'shared' / f'{name}.py').read_text()}"
+
+
+@pytest.fixture
+def own_problem(tmp_path):
+    """A private copy of the test problem (an attack may rewrite it), with no warm reference of it anywhere."""
+    path = tmp_path / "problems" / PROBLEM.name
+    path.parent.mkdir()
+    shutil.copy(PROBLEM, path)
+    reference_pool.close_all()
+    yield path
+    reference_pool.close_all()
+    spares.close_all()
+
+
+@pytest.fixture
+def options(tmp_path):
+    return EvalOptions(timeout_s=30, cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a worker imports the problem from its path on disk, which the candidate can write; nothing checks "
+    "it against the text the parent loaded (Problem.digest), so a reference started later runs the candidate's code",
+)
+def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options):
+    problem = load_problem(own_problem)  # loaded once, as the batch and the graph do
+    first = evaluate(problem, attack("rewrite_problem_file"), "cpu", options)
+    assert first.status == "incorrect", first.message  # its reference had imported the problem before
+    assert "_tampered_forward" in own_problem.read_text()  # but the file is now the candidate's
+    # Its strict re-evaluation (or any evaluation with a fresh reference) is judged by the rewritten reference.
+    strict = evaluate(problem, attack("rewrite_problem_file"), "cpu", strict_options(options))
+    assert not false_accept(strict), (strict.status, strict.speedup, strict.message)
+    assert strict.status == "incorrect", strict.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the problem file one candidate rewrote judges every candidate whose reference starts afterwards; "
+    "an honest kernel is then incorrect",
+)
+def test_a_rewritten_problem_file_does_not_fail_the_next_honest_candidate(own_problem, options):
+    problem = load_problem(own_problem)
+    evaluate(problem, attack("rewrite_problem_file"), "cpu", options.model_copy(update={"timing": False}))
+    reference_pool.close_all()  # as a new run, a resumed one, or the next batch over the same suite starts
+    honest = evaluate(problem, CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    assert honest.status == "correct", honest.message
+
+
+# The device's memory: on the CPU the workers plan it for a simulated device (worker/device_memory.py), as the tests
+# of judge/device_room.py do.
+GIB = 1 << 30
+
+
+@pytest.fixture
+def simulated_device(tmp_path, monkeypatch, own_problem):
+    directory = tmp_path / "device"
+    directory.mkdir()
+    (directory / "device.json").write_text(json.dumps({"capacity": 8 * GIB, "context": 64 << 20}))
+    monkeypatch.setenv(device_memory.SIMULATED, str(directory))
+    spares.close_all()  # started without it, they would see no device
+    yield directory
+    reference_pool.close_all()
+    spares.close_all()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the reference cache is candidate-writable; sizes it holds plan the memory, and where they do not "
+    "fit the reference never measures the real ones (the check of cached sizes runs only after a plan that fits, "
+    "and only on CUDA), so a candidate's own failure ends as does_not_fit",
+)
+def test_a_poisoned_reference_cache_does_not_turn_a_failure_into_does_not_fit(own_problem, options, simulated_device):
+    result = evaluate(load_problem(own_problem), attack("poison_reference_cache"), "cpu", options)
+    assert result.status == "runtime_error", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: sizes one candidate wrote to the reference cache make every later evaluation of the problem with a "
+    "fresh reference does_not_fit, an honest one included, and the entry is never corrected",
+)
+def test_a_poisoned_reference_cache_does_not_stop_the_next_honest_candidate(own_problem, options, simulated_device):
+    problem = load_problem(own_problem)
+    evaluate(problem, attack("poison_reference_cache"), "cpu", options)
+    reference_pool.close_all()  # a new run, a resumed one, or a strict re-evaluation's reference (other options)
+    honest = evaluate(problem, CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    assert honest.status == "correct", honest.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the timing locks are files any candidate can flock; one holding the host lock's turnstile through "
+    "a slow build makes every other evaluation that reaches its timing meanwhile a `timeout`, charged to it",
+)
+def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
+    other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch or on another GPU
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    held = options.cache_dir / "turnstile-held"
+    holder = concurrent.futures.ThreadPoolExecutor(1)
+    attacker = holder.submit(
+        evaluate, load_problem(own_problem), attack("hold_timing_lock"), "cpu",
+        options.model_copy(update={"lock_timeout_s": 2.0}),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert held.exists(), "the attacker never took the lock"
+        # An honest candidate of another problem, evaluated meanwhile (a short lock timeout stands for the default).
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
+    finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
+        attacker.result(timeout=600)
+        holder.shutdown()
+    assert honest.status == "correct", honest.message
+
+
+def test_in_its_own_pid_namespace_a_candidate_cannot_reach_the_reference(own_problem, options):
+    only_ns = options.model_copy(update={"pid_namespace": True, "timing": False})
+    if not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    result = evaluate(load_problem(own_problem), attack("kill_reference"), "cpu", only_ns)
+    assert result.status == "incorrect", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=EnvironmentFailure,
+    reason="open: without a PID namespace (the silent fallback where unshare is refused) a candidate can signal the "
+    "reference, a sibling of the same user; its death is raised as the machine's failure, not the candidate's verdict",
+)
+def test_without_a_pid_namespace_killing_the_reference_is_still_the_candidates_verdict(own_problem, options):
+    no_ns = options.model_copy(update={"pid_namespace": False, "timing": False})
+    result = evaluate(load_problem(own_problem), attack("kill_reference"), "cpu", no_ns)
+    assert result.status in ("incorrect", "runtime_error"), result.message
+
+
+def _end_escaped(cache_dir: Path) -> None:
+    """End the grandchild an attack left running (its pid, as it wrote it), if it is still there."""
+    marker = cache_dir / "escaped.pid"
+    if marker.exists():
+        try:
+            os.kill(int(marker.read_text()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        True,
+        pytest.param(
+            False,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="bounded (docs/CONTRACTS.md): without a PID namespace a grandchild that left the process group "
+                "keeps its memory past the kill, and the candidate's shortage reads as the device's",
+            ),
+        ),
+    ],
+)
+def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
+    own_problem, options, simulated_device, namespace
+):
+    if namespace and not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    opts = options.model_copy(update={"pid_namespace": namespace})
+    try:
+        result = evaluate(load_problem(own_problem), attack("escape_and_hold_memory"), "cpu", opts)
+    finally:
+        _end_escaped(options.cache_dir)
+    assert result.status == "runtime_error", result.message
+
+
+@pytest.mark.parametrize(
+    "replaced",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: the orphan guard looks os.killpg up in the candidate's own process when it fires, so "
+                "a candidate that replaced it outlives a parent that died",
+            ),
+        ),
+    ],
+)
+def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(own_problem, options, replaced):
+    source = attack("outlive_parent")
+    if not replaced:
+        source = source.replace("_os.killpg = lambda *args: time.sleep(3600)\n", "")
+    problem = load_problem(own_problem)
+    job = {
+        "device": "cpu", "problem_path": str(problem.path), "shapes": [s.to_json() for s in problem.shapes("cpu")],
+        "cache_dir": str(options.cache_dir), **options.model_dump(include=WORKER_OPTIONS), "role": "candidate",
+    }  # fmt: skip
+    worker = process.Worker("candidate", options, toolchain_key(), "cpu")
+    try:
+        (worker.scratch / "candidate.py").write_text(source)
+        worker.call({"cmd": "ping"}, "pong", "startup")
+        worker._send({"id": 1, "stage": "build", "cmd": "job", "job": job})  # its import hangs: no reply to wait for
+        deadline = time.monotonic() + 60
+        while not (worker.scratch / "imported").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (worker.scratch / "imported").exists(), worker.output_text()
+        os.close(worker._ctl_w)  # what the parent's death does to the control pipe
+        worker._ctl_w = -1
+        try:
+            worker.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        assert worker.proc.poll() is not None, "the worker outlived its parent"
+    finally:
+        worker.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the cache flush of each timed repetition is sized by job['flush_mb'], data in the candidate's "
+    "process that the integrity watch lets change; with it at 0 the calls run on warm caches and the parent's "
+    "clock, calibrated by the reference's flushed repetitions, sees only a shorter span",
+)
+def test_the_candidates_timed_calls_run_after_the_parents_cache_flush(own_problem, options):
+    result = evaluate(load_problem(own_problem), attack("skip_cache_flush"), "cpu", options)
+    assert result.status == "correct" and not result.set_aside, result.message  # nothing noticed it
+    assert int((options.cache_dir / "flush_mb_timed").read_text()) == options.flush_mb
+
+
+def _rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+
+
+@pytest.mark.parametrize(
+    "failing",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: the reference keeps its timed answers (held copies) until the candidate's check takes "
+                "them; a candidate that fails before the check (or a disputed timing made again) leaves them in the "
+                "warm reference for good, and on a GPU the next candidates' timing has that much less room",
+            ),
+        ),
+    ],
+)
+def test_a_candidate_failing_mid_timing_leaves_nothing_in_the_warm_reference(own_problem, options, failing):
+    text = own_problem.read_text().replace('"cpu": {"M": 8, "N": 64}', '"cpu": {"M": 4096, "N": 4096}')
+    # 64 MiB outputs, three timed copies a shape on the CPU; past glibc's largest mmap threshold (32 MiB), so every
+    # one freed goes back to the system and the resident size measures only what is still held
+    own_problem.write_text(text)
+    problem = load_problem(own_problem)
+    opts = options.model_copy(update={"timeout_s": 60})
+    honest = attack("crash_in_last_timing_block").replace(
+        'raise RuntimeError("failed in its last timing block")', "pass"
+    )
+    for _ in range(2):  # warms the reference; the second replaces the outputs the first trials kept
+        assert evaluate(problem, honest, "cpu", opts).status == "correct"
+    (reference,) = [r for key, r in reference_pool._pool.items() if str(own_problem) in key]
+    before = _rss_mib(reference.worker.proc.pid)
+    for _ in range(2):
+        result = evaluate(problem, attack("crash_in_last_timing_block") if failing else honest, "cpu", opts)
+        assert result.status == ("runtime_error" if failing else "correct"), result.message
+    assert evaluate(problem, honest, "cpu", opts).status == "correct"  # the same warm reference, still serving
+    grown = _rss_mib(reference.worker.proc.pid) - before
+    assert grown < 96, f"the warm reference grew by {grown:.0f} MiB"  # 2 failures x 3 copies x 64 MiB = 384 MiB
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="test model only: the simulated device's files are writable by the candidate, so on the CPU its failure "
+    "can read as does_not_fit; a GPU's driver reading cannot be written, but the CPU tests prove less than they say",
+)
+def test_the_simulated_device_cannot_be_shrunk_by_the_candidate(own_problem, options, simulated_device):
+    result = evaluate(load_problem(own_problem), attack("shrink_simulated_device"), "cpu", options)
+    assert result.status == "runtime_error", result.message
+
+
+SLOW_REFERENCE = """
+
+import time as _time
+
+_honest_forward = Model.forward
+
+
+def _slow_forward(self, x):
+    _time.sleep(1.0)  # a slow reference: an honest fast kernel is beyond the plausible 10x
+    return _honest_forward(self, x)
+
+
+Model.forward = _slow_forward
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a batch's strict re-evaluation starts a new reference (its options differ), which imports the "
+    "problem file the candidate rewrote in its first run; the strict run then clears a wrong kernel",
+)
+def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_path, own_problem, options):
+    own_problem.write_text(own_problem.read_text() + SLOW_REFERENCE)
+    problems = {"slow": load_problem(own_problem)}
+    out = tmp_path / "out"
+    out.mkdir()
+    executor = LocalExecutor(["cpu"])
+    try:
+        rows = batch.judge(
+            problems, {"slow": attack("rewrite_problem_before_strict")}, out, executor, options,
+            Console(file=io.StringIO()),
+        )  # fmt: skip
+    finally:
+        executor.close()
+    row = rows["slow"]
+    assert row.rechecked, row  # its first run was set aside as beyond_plausible
+    assert not row.fast(1.0), row  # the strict run saw a wrong kernel: never fast
+    assert not row.cleared_by_strict, row.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: handoff directories live side by side on /dev/shm and every worker runs as the same user, so one "
+    "candidate can overwrite another evaluation's outputs before its reference reads them",
+)
+def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_problem, options, monkeypatch):
+    shm = tmp_path / "shm"  # the tests' own /dev/shm: the attack must reach no one else's evaluations
+    shm.mkdir()
+    monkeypatch.setattr(evaluate_module, "SHM", shm)
+    other = tmp_path / "other" / PROBLEM.name
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    marker = options.cache_dir / "overwriting"
+    holder = concurrent.futures.ThreadPoolExecutor(1)
+    attacker = holder.submit(
+        evaluate, load_problem(own_problem), attack("overwrite_others_outputs"), "cpu",
+        options.model_copy(update={"timeout_s": 120}),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the attacker never reached its trials"
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
+        attacker.result(timeout=600)
+        holder.shutdown()
+    assert honest.status == "correct", honest.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a worker's scratch directory is sys.path[0] under python -m, and the reference's sits beside the "
+    "candidate's; a module the candidate plants there runs in the reference when it first imports it (torch._dynamo's "
+    "imports, with the compile baseline), and can switch the reference's checks off",
+)
+def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_path, own_problem, options, monkeypatch):
+    scratch = tmp_path / "tmp"  # the workers' scratch directories, apart from anyone else's
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    reference_pool.close_all()
+    spares.close_all()
+    opts = options.model_copy(update={"compile_baseline": True, "timeout_s": 120})
+    result = evaluate(load_problem(own_problem), attack("plant_module_in_reference_cwd"), "cpu", opts)
+    spares.close_all()
+    ran = list(scratch.glob("ks-reference-*/ran-in-reference"))
+    assert result.status == "incorrect", (result.message, ran)  # its timed outputs are zeros
+    assert not ran, "the planted module ran in the reference"

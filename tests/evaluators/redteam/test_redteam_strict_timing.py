@@ -1,0 +1,124 @@
+"""Red team: the parent's clock on a GPU, on the parent's side (its arithmetic, checked on the CPU).
+
+A strict run on a GPU times min(reps, retained) = 4 repetitions a side, so every output can be held: one block each
+(judge/timing_plan.py, repetitions and block_count). The parent's allowance for a timer (judge/wall.py) spreads a
+fixed 1 ms of jitter over the repetitions, 0.25 ms a call with four, against 0.002 ms with the 500 a first run of a
+0.2 ms kernel has; and one block a side draws no noise band at all. A forger that claims the same figure in both runs,
+0.25 ms under what its calls take, is disputed in the first (set aside, so due one strict run) and believed in the
+strict one, which then clears it and is counted. This drives the real time_side_by_side with fake processes whose
+spans are what an honest 0.2 ms kernel's would be, as tests/evaluators/test_side_by_side.py does.
+
+The last test gives the forger a span without the cache flush, which its process can skip (the flush's size is job
+data; test_redteam_shared.py shows a CPU worker timed with it at 0): the floor then drops by the flush's length.
+"""
+
+from dataclasses import dataclass
+
+import pytest
+
+from evaluators import EvalOptions
+from evaluators.judge import timing_plan, verdicts, wall
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.strict import clears, recheck_due
+from evaluators.judge.timing_plan import time_side_by_side
+
+FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
+HARNESS_MS = 0.2  # the harness's work per repetition: the input draw and the 512 MB flush (about 0.2 ms, an H100)
+REFERENCE_MS, REAL_MS = 0.30, 0.20  # what each side's calls really take
+FORGED_MS = 0.05  # what the forger's timer says, in both runs
+
+
+@dataclass
+class Reply:
+    event: str
+    meta: dict
+    span: float
+
+
+class Process:
+    """A worker answering timing commands: its span is its real calls and the harness; its times are `says_ms`."""
+
+    def __init__(self, call_ms: float, says_ms: float, harness_ms: float = HARNESS_MS):
+        self.call_ms, self.says_ms, self.harness_ms = call_ms, says_ms, harness_ms
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        if command["cmd"] == "warm":
+            return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_ms * 1e-3)
+        if command["cmd"] == "probe":
+            return Reply("probe", {"side_stream_ms": 0.0}, FIXED_S)
+        reps = command["reps"]
+        meta = {
+            "times_ms": [self.says_ms] * reps,
+            "sketches": [[0.0]] * reps,
+            "label": "cuda-events",
+            "issue_ms": [0.02] * reps,
+            "prepare_ms": [0.04] * reps,
+        }
+        return Reply("timing", meta, FIXED_S + reps * (self.call_ms + self.harness_ms) * 1e-3)
+
+
+@pytest.fixture
+def cuda_lock(monkeypatch):
+    monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
+
+
+def judged(tmp_path, strict: bool, candidate: Process | None = None) -> EvalResult:
+    """One shape timed on "cuda" as evaluate() does, the forger beside an honest reference, and its verdict."""
+    options = EvalOptions(cache_dir=tmp_path, strict=strict)
+    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}], "retained": 4}
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 4, "retained_on_device": True}
+    reference, candidate = Process(REFERENCE_MS, REFERENCE_MS), candidate or Process(REAL_MS, FORGED_MS)
+    timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, strict, lambda: layout)
+    if wall.judge_timing(timings[1], timings[0]).disputed:  # evaluate() times a disputed shape again
+        timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, strict, lambda: layout)
+    reference_timing, timing = timings
+    result = EvalResult(status="correct", device="cuda", strict=strict)
+    result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
+    checked = {"held": [None] * timing.reps, "sketches": []}
+    meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
+    held = timing_plan.chosen_after(timing, strict)
+    assert verdicts.apply_shape_timing(result, 0, timing, reference_timing, held, checked, meta, options)
+    return verdicts.summarize(result, options)
+
+
+def test_the_first_run_disputes_the_forged_timer_and_uses_the_parents_figure(tmp_path, cuda_lock):
+    first = judged(tmp_path, strict=False)
+    assert [f.code for f in first.flags] == ["timing_disputed"]
+    assert first.runtime_ms == pytest.approx(REAL_MS, rel=0.05)  # the parent's figure: the real one
+    assert recheck_due(first)  # set aside, and due its one strict re-evaluation
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a strict run on a GPU times 4 repetitions in one block a side, and wall.slack_ms allows 1 ms / reps "
+    "(0.25 ms a call) of jitter, so the same forged timer the first run disputed is believed, cleared and counted",
+)
+def test_the_strict_run_does_not_believe_the_timer_the_first_run_disputed(tmp_path, cuda_lock):
+    first, strict = judged(tmp_path, strict=False), judged(tmp_path, strict=True)
+    assert strict.reps == 4  # every output held: one block of four
+    assert not clears(first, strict), (strict.runtime_ms, strict.speedup, [f.code for f in strict.flags])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: one block a side draws no band (bands.shape_band needs two pairs), so a strict run's speedup has "
+    "none, and agents.population.gain_over then compares its figure alone: the noise rule is skipped",
+)
+def test_a_strict_runs_speedup_still_has_a_noise_band(tmp_path, cuda_lock):
+    strict = judged(tmp_path, strict=True)
+    assert strict.speedup_band is not None
+
+
+FLUSH_MS = 0.17  # the 512 MB flush's share of the harness's work per repetition on an H100
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the parent's floor is the candidate's span less the reference's harness work per repetition; a "
+    "candidate that skips the cache flush in its own process (job['flush_mb'] = 0, see test_redteam_shared.py) "
+    "lowers its floor by the flush's length, so a first run believes a timer 4x below the real call",
+)
+def test_skipping_the_flush_does_not_lower_the_parents_floor(tmp_path, cuda_lock):
+    skipper = Process(REAL_MS, FORGED_MS, harness_ms=HARNESS_MS - FLUSH_MS)  # its calls as slow, cold or not
+    first = judged(tmp_path, strict=False, candidate=skipper)
+    assert [f.code for f in first.flags] == ["timing_disputed"], (first.runtime_ms, first.speedup)
