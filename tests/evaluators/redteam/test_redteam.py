@@ -84,12 +84,7 @@ EXPECTED = {
 
 
 # Attacks the evaluator does not answer yet (findings): each fails its test, marked so that the suite stays green.
-OPEN = {
-    "sketch_shape_not_a_list": "open: worker/sketch.py checks a sketch's sum but not its shape; a number as the "
-    "shape makes the reference's check raise (tuple of an int), so the problem is blamed and no verdict is given",
-    "sparse_trial_output": "open: worker/handoff.py accepts any torch.Tensor weights_only loads, sparse layouts "
-    "included; the comparison raises on one, so the problem is blamed and no verdict is given",
-}
+OPEN: dict[str, str] = {}
 
 
 def test_every_attack_has_an_expected_verdict():

@@ -31,6 +31,7 @@ from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
 from evaluators.judge.strict import strict_options
 from evaluators.judge.toolchain import toolchain_key
 from evaluators.worker import device_memory
+from kernels.bundle import pack_problem
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
@@ -59,11 +60,6 @@ def options(tmp_path):
     return EvalOptions(timeout_s=30, cache_dir=tmp_path / "cache")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a worker imports the problem from its path on disk, which the candidate can write; nothing checks "
-    "it against the text the parent loaded (Problem.digest), so a reference started later runs the candidate's code",
-)
 def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options):
     problem = load_problem(own_problem)  # loaded once, as the batch and the graph do
     first = evaluate(problem, attack("rewrite_problem_file"), "cpu", options)
@@ -75,11 +71,6 @@ def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem,
     assert strict.status == "incorrect", strict.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the problem file one candidate rewrote judges every candidate whose reference starts afterwards; "
-    "an honest kernel is then incorrect",
-)
 def test_a_rewritten_problem_file_does_not_fail_the_next_honest_candidate(own_problem, options):
     problem = load_problem(own_problem)
     evaluate(problem, attack("rewrite_problem_file"), "cpu", options.model_copy(update={"timing": False}))
@@ -105,22 +96,11 @@ def simulated_device(tmp_path, monkeypatch, own_problem):
     spares.close_all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the reference cache is candidate-writable; sizes it holds plan the memory, and where they do not "
-    "fit the reference never measures the real ones (the check of cached sizes runs only after a plan that fits, "
-    "and only on CUDA), so a candidate's own failure ends as does_not_fit",
-)
 def test_a_poisoned_reference_cache_does_not_turn_a_failure_into_does_not_fit(own_problem, options, simulated_device):
     result = evaluate(load_problem(own_problem), attack("poison_reference_cache"), "cpu", options)
     assert result.status == "runtime_error", result.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: sizes one candidate wrote to the reference cache make every later evaluation of the problem with a "
-    "fresh reference does_not_fit, an honest one included, and the entry is never corrected",
-)
 def test_a_poisoned_reference_cache_does_not_stop_the_next_honest_candidate(own_problem, options, simulated_device):
     problem = load_problem(own_problem)
     evaluate(problem, attack("poison_reference_cache"), "cpu", options)
@@ -129,11 +109,6 @@ def test_a_poisoned_reference_cache_does_not_stop_the_next_honest_candidate(own_
     assert honest.status == "correct", honest.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the timing locks are files any candidate can flock; one holding the host lock's turnstile through "
-    "a slow build makes every other evaluation that reaches its timing meanwhile a `timeout`, charged to it",
-)
 def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
     other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch or on another GPU
     other.parent.mkdir()
@@ -220,14 +195,7 @@ def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
     "replaced",
     [
         False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="open: the orphan guard looks os.killpg up in the candidate's own process when it fires, so "
-                "a candidate that replaced it outlives a parent that died",
-            ),
-        ),
+        True,
     ],
 )
 def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(own_problem, options, replaced):
@@ -236,7 +204,7 @@ def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guar
         source = source.replace("_os.killpg = lambda *args: time.sleep(3600)\n", "")
     problem = load_problem(own_problem)
     job = {
-        "device": "cpu", "problem_path": str(problem.path), "shapes": [s.to_json() for s in problem.shapes("cpu")],
+        "device": "cpu", "problem": pack_problem(problem), "shapes": [s.to_json() for s in problem.shapes("cpu")],
         "cache_dir": str(options.cache_dir), **options.model_dump(include=WORKER_OPTIONS), "role": "candidate",
     }  # fmt: skip
     worker = process.Worker("candidate", options, toolchain_key(), "cpu")
@@ -280,15 +248,7 @@ def _rss_mib(pid: int) -> float:
     "failing",
     [
         False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="open: the reference keeps its timed answers (held copies) until the candidate's check takes "
-                "them; a candidate that fails before the check (or a disputed timing made again) leaves them in the "
-                "warm reference for good, and on a GPU the next candidates' timing has that much less room",
-            ),
-        ),
+        True,
     ],
 )
 def test_a_candidate_failing_mid_timing_leaves_nothing_in_the_warm_reference(own_problem, options, failing):
@@ -339,11 +299,6 @@ Model.forward = _slow_forward
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a batch's strict re-evaluation starts a new reference (its options differ), which imports the "
-    "problem file the candidate rewrote in its first run; the strict run then clears a wrong kernel",
-)
 def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_path, own_problem, options):
     own_problem.write_text(own_problem.read_text() + SLOW_REFERENCE)
     problems = {"slow": load_problem(own_problem)}
@@ -395,12 +350,6 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_
     assert honest.status == "correct", honest.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a worker's scratch directory is sys.path[0] under python -m, and the reference's sits beside the "
-    "candidate's; a module the candidate plants there runs in the reference when it first imports it (torch._dynamo's "
-    "imports, with the compile baseline), and can switch the reference's checks off",
-)
 def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_path, own_problem, options, monkeypatch):
     scratch = tmp_path / "tmp"  # the workers' scratch directories, apart from anyone else's
     scratch.mkdir()

@@ -7,16 +7,18 @@
 # The candidate's failure ends as does_not_fit, and so does every later evaluation of the problem with a fresh
 # reference, honest ones included, until someone clears the cache.
 import gc as _gc
+import tempfile
+from pathlib import Path
 
 
 def _poison_reference_cache():
     from evaluators.judge.options import EvalOptions
     from evaluators.judge.reference_cache import ReferenceCache
-    from kernels.problem import load_problem
+    from kernels.bundle import unpack_problem
 
     session = next(o for o in _gc.get_objects() if type(o).__name__ == "Session")
     job = session.job
-    problem = load_problem(job["problem_path"])
+    problem = unpack_problem(job["problem"], Path(tempfile.mkdtemp()))
     cache = ReferenceCache(problem, session.shapes, job["device"], EvalOptions(cache_dir=job["cache_dir"]))
     cache.store(sizes=[{"name": s.name, "input_bytes": 1024, "output_bytes": 1 << 50} for s in session.shapes])
 

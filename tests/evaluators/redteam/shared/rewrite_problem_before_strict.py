@@ -21,13 +21,28 @@ def _tampered_forward(self, x):
 Model.forward = _tampered_forward
 """
 
-_JOB = next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job
-with open(_JOB["problem_path"]) as _problem:
+
+def _users_problem_file():
+    """The user's problem file, found by its text: the job carries the problem, not where it lives."""
+    import pathlib
+
+    bundle = next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job["problem"]
+    name = pathlib.PurePath(bundle["path"]).name
+    found_files = pathlib.Path("/tmp").glob(f"pytest-of-*/pytest-*/*/problems/{name}")
+    for found in sorted(found_files, key=lambda f: f.stat().st_mtime, reverse=True):  # this test's own copy first
+        if found.read_text() == bundle["files"][bundle["path"]]:
+            return found
+    raise RuntimeError("the problem file was not found")
+
+
+_PATH = _users_problem_file()
+with open(_PATH) as _problem:
     _text = _problem.read()
 if "_tampered_forward" not in _text:
-    with open(_JOB["problem_path"], "w") as _problem:
+    with open(_PATH, "w") as _problem:
         _problem.write(_text + _TAMPER)
 
+_JOB = next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job
 _Honest = ModelNew
 
 

@@ -21,12 +21,21 @@ Model.forward = _tampered_forward
 """
 
 
-def _job():
-    return next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job
+def _users_problem_file():
+    """The user's problem file, found by its text: the job carries the problem, not where it lives."""
+    import pathlib
+
+    bundle = next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job["problem"]
+    name = pathlib.PurePath(bundle["path"]).name
+    found_files = pathlib.Path("/tmp").glob(f"pytest-of-*/pytest-*/*/problems/{name}")
+    for found in sorted(found_files, key=lambda f: f.stat().st_mtime, reverse=True):  # this test's own copy first
+        if found.read_text() == bundle["files"][bundle["path"]]:
+            return found
+    raise RuntimeError("the problem file was not found")
 
 
 def _rewrite_problem():
-    path = _job()["problem_path"]
+    path = _users_problem_file()
     with open(path) as problem:
         text = problem.read()
     if "_tampered_forward" not in text:
