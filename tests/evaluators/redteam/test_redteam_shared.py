@@ -194,13 +194,22 @@ def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
 @pytest.mark.parametrize(
     "replaced",
     [
-        False,
-        True,
+        None,
+        "outlive_parent",
+        pytest.param(
+            "outlive_parent_dup2",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: the guard polls the control pipe by its descriptor number; a candidate that moves the "
+                "pipe, puts a decoy it keeps open at that number and interrupts the waiting poll (a signal to the "
+                "guard's thread: Python polls again, on the decoy) outlives a parent that died",
+            ),
+        ),
     ],
 )
 def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(own_problem, options, replaced):
-    source = attack("outlive_parent")
-    if not replaced:
+    source = attack(replaced or "outlive_parent")
+    if replaced is None:
         source = source.replace("_os.killpg = lambda *args: time.sleep(3600)\n", "")
     problem = load_problem(own_problem)
     job = {
@@ -362,3 +371,46 @@ def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_pat
     ran = list(scratch.glob("ks-reference-*/ran-in-reference"))
     assert result.status == "incorrect", (result.message, ran)  # its timed outputs are zeros
     assert not ran, "the planted module ran in the reference"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (residual of 417704f): the candidate can still rewrite the user's problem file; the run that loads "
+    "it next (a new run, a resumed one, the next batch over the suite) judges every candidate by the candidate's code",
+)
+def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, options):
+    untimed = options.model_copy(update={"timing": False})
+    evaluate(load_problem(own_problem), attack("rewrite_problem_file"), "cpu", untimed)
+    assert "_tampered_forward" in own_problem.read_text()  # found by its text, and rewritten
+    reference_pool.close_all()
+    honest = evaluate(load_problem(own_problem), CONTROL, "cpu", untimed)  # the file loaded again, as a new run does
+    assert honest.status == "correct", honest.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (residual of 7ca008a): each device's timing lock is still waited for up to lock_timeout_s and a "
+    "LockTimeout is the waiting candidate's `timeout`; its file (cpu.lock, cuda-<uuid>.lock) is any candidate's",
+)
+def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
+    other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    held = options.cache_dir / "device-locks-held"
+    holder = concurrent.futures.ThreadPoolExecutor(1)
+    attacker = holder.submit(
+        evaluate, load_problem(own_problem), attack("hold_device_lock"), "cpu",
+        options.model_copy(update={"lock_timeout_s": 2.0}),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert held.exists(), "the attacker never took the locks"
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
+    finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
+        attacker.result(timeout=600)
+        holder.shutdown()
+    assert honest.status == "correct", honest.message
