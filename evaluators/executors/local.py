@@ -1,19 +1,26 @@
 """Where evaluations run: the Executor interface the graph's slots and the batches submit to, and its local kind.
 
 The local executor runs one evaluation per GPU at a time on this host (CPU: as many as asked), each through
-`evaluate()`; the Ray executor (`evaluators.executors.ray`, imported only when a cluster is asked for) implements
-the same interface. `evaluators.executors.make_executor` picks one from a `--cluster` value.
+`evaluate()`. With several GPUs each has a process of its own (`SlotProcess`), as each Ray slot has: threads of one
+process share its interpreter lock, so the parent's clock around one GPU's timing commands also read the other
+evaluations' Python work (their bands, their replies) as the candidate's. On 4 H100s, with every GPU in one process,
+6 of 60 honest evaluations were `timing_disputed` against Ray's 3, and 2 GPUs reached 0.79 of linear against Ray's
+0.90 (docs/BENCHMARKS.md, "Past one GPU"). The Ray executor (`evaluators.executors.ray`, imported only when a
+cluster is asked for) implements the same interface. `evaluators.executors.make_executor` picks one from a
+`--cluster` value.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import queue
 import re
 import socket
 import threading
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -82,6 +89,9 @@ class LocalExecutor:
         if not devices:
             raise ValueError("a local executor needs at least one device")
         self.devices = list(devices)
+        # One GPU, or CPU slots (tests and the CPU demo, where the workers' clocks are the interpreter's): in-process.
+        several_gpus = len(set(devices)) > 1 and all(d.startswith("cuda") for d in devices)
+        self._slots = {device: SlotProcess(device) for device in devices} if several_gpus else {}
         self._free: queue.Queue[str] = queue.Queue()
         for device in self.devices:
             self._free.put(device)
@@ -100,8 +110,10 @@ class LocalExecutor:
         with self._lock:
             self._counts.update(queued=-1, running=1)
         try:
-            # Looked up at call time, so a spy on evaluators.evaluate sees every local evaluation.
-            result = evaluators.evaluate(problem, source, device, options)
+            if device in self._slots:
+                result = self._slots[device].evaluate(problem, source, options)
+            else:  # looked up at call time, so a spy on evaluators.evaluate sees every in-process evaluation
+                result = evaluators.evaluate(problem, source, device, options)
             result.node, result.gpu = placement(device)
             return result
         finally:
@@ -120,8 +132,41 @@ class LocalExecutor:
         return f"local: {', '.join(self.devices)}"
 
     def close(self) -> None:
-        """Wait for running evaluations; drop queued ones."""
+        """Wait for running evaluations; drop queued ones; end the devices' processes (their workers with them)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for slot in self._slots.values():
+            slot.close()
+
+
+class SlotProcess:
+    """One GPU's evaluations, one at a time, in a process that lives as long as the executor.
+
+    The process keeps the GPU's warm references and spares between evaluations, as a Ray slot does. Spawned, not
+    forked: the executor's process has threads. One that dies under an evaluation (killed, out of memory) is the
+    machinery's failure: InfrastructureError, and the next evaluation starts a new process.
+    """
+
+    def __init__(self, device: str):
+        self.device = device
+        self._pool: ProcessPoolExecutor | None = None
+
+    def evaluate(self, problem: Problem, source: str, options: EvalOptions | None) -> EvalResult:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            return self._pool.submit(_evaluate, problem, source, self.device, options).result()
+        except BrokenProcessPool:
+            self._pool = None
+            raise InfrastructureError(f"the process evaluating on {self.device} died under an evaluation") from None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _evaluate(problem: Problem, source: str, device: str, options: EvalOptions | None) -> EvalResult:
+    """A slot process's evaluation (module-level, so the pool can name it)."""
+    return evaluators.evaluate(problem, source, device, options)
 
 
 def local_devices(device: str = "auto") -> list[str]:

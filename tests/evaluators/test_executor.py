@@ -1,14 +1,18 @@
 """The executor chooser and the local executor: the default path, which needs no Ray and never imports it."""
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from evaluators import EvalOptions
 from evaluators.executors import make_executor
-from evaluators.executors.local import ClusterError, LocalExecutor, cluster_spec
+from evaluators.executors.local import ClusterError, InfrastructureError, LocalExecutor, SlotProcess, cluster_spec
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 
@@ -61,3 +65,33 @@ def test_cluster_values_that_are_refused(text):
         cluster_spec(text)
     with pytest.raises(ClusterError):
         make_executor(text, "cpu")
+
+
+def test_several_gpus_get_a_process_each_while_one_gpu_and_cpu_slots_stay_in_this_one():
+    # Built lazily: naming the slots starts no process, so this holds on a machine without GPUs.
+    assert set(LocalExecutor(["cuda:0", "cuda:1"])._slots) == {"cuda:0", "cuda:1"}
+    assert LocalExecutor(["cuda:0"])._slots == {}
+    assert LocalExecutor(["cpu", "cpu"])._slots == {}
+
+
+def test_a_slot_process_judges_outside_this_process_and_its_death_is_not_judged(cache_dir, monkeypatch):
+    def here(*_args, **_kwargs):
+        raise AssertionError("evaluated in the executor's own process")
+
+    monkeypatch.setattr("evaluators.evaluate", here)
+    slot = SlotProcess("cpu")
+    try:
+        options = EvalOptions(timing=False, cache_dir=cache_dir)
+        assert slot.evaluate(load_problem(PROBLEM), candidate("torch_only"), options).status == "correct"
+        # The process is kept: a second evaluation finds it (and its warm reference) alive.
+        (pid,) = slot._pool._processes
+        with ThreadPoolExecutor(1) as pool:
+            hanging = pool.submit(slot.evaluate, load_problem(PROBLEM), candidate("hang"), options)
+            time.sleep(3.0)
+            assert list(slot._pool._processes) == [pid]
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(InfrastructureError, match="died under an evaluation"):
+                hanging.result(timeout=60)
+        assert slot.evaluate(load_problem(PROBLEM), candidate("torch_only"), options).status == "correct"
+    finally:
+        slot.close()
