@@ -2,12 +2,11 @@
 
 The local executor runs one evaluation per GPU at a time on this host (CPU: as many as asked), each through
 `evaluate()`. With several GPUs each has a process of its own (`SlotProcess`), as each Ray slot has: threads of one
-process share its interpreter lock, so the parent's clock around one GPU's timing commands also read the other
-evaluations' Python work (their bands, their replies) as the candidate's. On 4 H100s, with every GPU in one process,
-6 of 60 honest evaluations were `timing_disputed` against Ray's 3, and 2 GPUs reached 0.79 of linear against Ray's
-0.90 (docs/BENCHMARKS.md, "Past one GPU"). The Ray executor (`evaluators.executors.ray`, imported only when a
-cluster is asked for) implements the same interface. `evaluators.executors.make_executor` picks one from a
-`--cluster` value.
+process share its interpreter lock, so the parent's clock around one GPU's timing commands would also count the
+other evaluations' Python work (their bands, their replies) as the candidate's. On 4 H100s, with every GPU in one
+process, 6 of 60 honest evaluations were `timing_disputed` against Ray's 3 (docs/BENCHMARKS.md, "Past one GPU").
+The Ray executor (`evaluators.executors.ray`, imported only when a cluster is asked for) implements the same
+interface. `evaluators.executors.make_executor` picks one from a `--cluster` value.
 """
 
 from __future__ import annotations
