@@ -237,14 +237,16 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         ask({"cmd": "release"}, "released", "timing")
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
+            waited = timing.lock_wait_s
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
                 # A disputed timing is measured again, the reference's with it, with the machine's other GPUs
                 # quiet: their work's noise passes, a forger's timer says the same twice.
                 reference_timing, timing = _timed(ask, reference, i, options, alone=True)
+                waited += timing.lock_wait_s
         except LockTimeout as exc:
             candidate.kill()
             raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
-        result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + timing.lock_wait_s
+        result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + waited
         held = chosen_after(timing, options.strict)
         on_device = timing.layout["retained_on_device"]
         ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
