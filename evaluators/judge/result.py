@@ -41,6 +41,13 @@ class ShapeResult(BaseModel):
     speedup_band: tuple[float, float] | None = Field(
         None, description="the speedup's 95 % noise band, from a bootstrap of the timing's blocks (judge/bands.py)"
     )
+    process_floor: float | None = Field(
+        None,
+        description="the share two processes may differ by on this call, held inside the band (judge/bands.py)",
+    )
+    host_speed_ratio: float | None = Field(
+        None, description="the two processes' host speeds apart, by which a host-bound call's band was widened"
+    )
     spread: float | None = None
     reps: int | None = None
     roofline_fraction: float | None = None

@@ -288,3 +288,19 @@ def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(t
         assert not timed(False)[1].alone
         assert not timed(True)[1].alone  # it waited for the host, then went on without it
     assert timed(True)[1].alone
+
+
+def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
+    """The floor is 1.5 % plus a tenth of the reference's issue time over its call: 0.01 ms over 0.018 ms here."""
+    result = EvalResult(status="correct", device="cuda")
+    result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
+    facts = {"times_ms": [0.018] * 100, "sketches": [[]] * 100, "issue_ms": [0.01] * 100}
+    blocks = [Block(0, 50, 0, 0.05), Block(50, 50, 1, 0.05)]
+    sides = [ShapeTiming(100, None, 0, dict(facts), Span(0.1, 100), blocks) for _ in range(2)]
+    meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
+    assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
+    shape = result.shapes[0]
+    assert shape.process_floor == pytest.approx(0.015 + 0.1 * 0.01 / 0.018)
+    low, high = shape.speedup_band
+    assert low <= 1 / (1 + shape.process_floor) and high >= 1 + shape.process_floor
+    assert shape.host_speed_ratio is None  # not host-bound: the band is not widened by the hosts' speeds
