@@ -8,13 +8,16 @@ reference becomes its candidate (bench/reference_candidates.py) and `python -m e
 Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but
 `no_custom_kernel` (the reference has no kernel of its own), other hard flags, speedups read as significant (the
 noise band excludes 1.0: an honest evaluator says none), the share of timed problems whose band's half-width is at
-most 2 %, the extreme speedups, and the wall time. Each level's suite.json stays under --out.
+most 2 %, the median half-width and the median of the process floor the bands hold (judge/bands.py), the extreme
+speedups, and the wall time; then the failures, flags, significant speedups and the five slowest evaluations of each
+level. Each level's suite.json and journal stay under --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -46,7 +49,19 @@ def judge_level(kernelbench: Path, level: int, problems: str, device: str, out: 
         entries = [json.loads(line) for line in lines if line.strip()]
         # A rechecked candidate has two lines (its first result, then with its strict one): the last one counts.
         report = {"rows": list({entry["row"]["key"]: entry["row"] for entry in entries}.values())}
-    return {"report": report, "wall_s": wall, "finished": finished}
+    return {"report": report, "wall_s": wall, "finished": finished, "journal": journal(results / "results.jsonl")}
+
+
+def journal(path: Path) -> dict:
+    """From the batch's journal, per problem: its evaluation's seconds and the widest process floor of its shapes."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    facts = {}
+    for entry in map(json.loads, filter(str.strip, lines)):
+        result = entry["strict"] or entry["result"]
+        floors = [s["process_floor"] for s in result.get("shapes", []) if s.get("process_floor") is not None]
+        seconds = result.get("stages", {}).get("total")
+        facts[entry["row"]["key"]] = {"seconds": seconds, "floor": max(floors, default=None)}
+    return facts
 
 
 def row(level: int, outcome: dict) -> dict:
@@ -59,6 +74,9 @@ def row(level: int, outcome: dict) -> dict:
     significant = [r for r in timed if not r["speedup_band"][0] <= 1.0 <= r["speedup_band"][1]]
     narrow = [r for r in timed if (r["speedup_band"][1] - r["speedup_band"][0]) / 2 <= HALF_WIDTH * r["speedup"]]
     speedups = sorted(r["speedup"] for r in correct if r.get("speedup"))
+    half_widths = [(r["speedup_band"][1] - r["speedup_band"][0]) / 2 / r["speedup"] for r in timed]
+    floors = [f["floor"] for f in outcome["journal"].values() if f["floor"] is not None]
+    seconds = sorted(((f["seconds"], key) for key, f in outcome["journal"].items() if f["seconds"]), reverse=True)
     return {
         "level": level,
         "selected": len(rows),
@@ -68,6 +86,9 @@ def row(level: int, outcome: dict) -> dict:
         "failed": [(r["key"], r["status"], r["message"][:100]) for r in judged if r["status"] != "correct"],
         "significant": [(r["key"], r["speedup"], r["speedup_band"]) for r in significant],
         "narrow_share": len(narrow) / len(timed) if timed else None,
+        "half_width_median": statistics.median(half_widths) if half_widths else None,
+        "floor_median": statistics.median(floors) if floors else None,
+        "slowest": [(key, round(s, 2)) for s, key in seconds[:5]],
         "timed": len(timed),
         "speedup_range": (speedups[0], speedups[-1]) if speedups else None,
         "wall_s": round(outcome["wall_s"], 1),
@@ -87,8 +108,9 @@ def main() -> None:
     base = args.kernelbench / "KernelBench" if (args.kernelbench / "KernelBench").is_dir() else args.kernelbench
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | speedups | wall s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | half-width median "
+          "| process floor median | speedups | wall s |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for level in map(int, args.levels.split(",")):
         r = row(
             level, judge_level(base.resolve(), level, args.problems, args.device, args.out.resolve(), args.budget_s)
@@ -96,12 +118,13 @@ def main() -> None:
         rows.append(r)
         narrow = f"{r['narrow_share']:.1%} of {r['timed']}" if r["narrow_share"] is not None else "-"
         span = f"{r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}" if r["speedup_range"] else "-"
+        medians = [f"{r[k]:.2%}" if r[k] is not None else "-" for k in ("half_width_median", "floor_median")]
         print(f"| {level} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
-              f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {span} | {r['wall_s']} |",
-              flush=True)  # fmt: skip
+              f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {medians[0]} | {medians[1]} "
+              f"| {span} | {r['wall_s']} |", flush=True)  # fmt: skip
     (args.out / "identity_suites.json").write_text(json.dumps(rows, indent=1))
     for r in rows:
-        for what in ("failed", "other_hard_flags", "significant"):
+        for what in ("failed", "other_hard_flags", "significant", "slowest"):
             for item in r[what]:
                 print(f"level {r['level']} {what}: {item}")
 
