@@ -34,7 +34,7 @@ from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
-from evaluators.worker.device_lock import LockTimeout
+from evaluators.worker.device_lock import LockTimeout, device_key, device_lock
 from evaluators.worker.trial_seeds import trial_plan
 from kernels.bundle import pack_problem
 from kernels.problem import load_problem
@@ -43,6 +43,7 @@ from kernels.problem_types import Problem
 __all__ = ["EnvironmentFailure", "evaluate"]
 
 SHM = Path("/dev/shm")
+LOCK_FREED_S = 2.0  # seconds a killed candidate's timing lock is given to come free (its files closed as it ends)
 
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
@@ -56,7 +57,9 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate one candidate source against a problem.
 
-    Raises ProblemError/ValueError for bad input and EnvironmentFailure when the machine failed the reference.
+    Raises ProblemError/ValueError for bad input, and EnvironmentFailure where no verdict can be drawn: the machine
+    failed the reference, the candidate's worker did not start, or the device's timing lock was kept past
+    `lock_timeout_s`.
     """
     options = options or EvalOptions()
     if options.strict:
@@ -242,8 +245,13 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
                 # quiet: their work's noise passes, a forger's timer says the same twice.
                 reference_timing, timing = _timed(ask, reference, i, options, alone=True)
         except LockTimeout as exc:
-            candidate.kill()
-            raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
+            # Any process of the user can keep the lock, another evaluation's candidate included: the wait running
+            # out is this candidate's verdict only where the lock comes free once its own processes are ended.
+            # Otherwise it is not judged, and a batch or a resumed run judges it again.
+            if not _kept_by(candidate, options, result.device):
+                raise EnvironmentFailure(f"not judged: {exc}") from None
+            verdict = verdicts.finish(result, "timeout", f"timeout: {exc}, by the candidate's own process", "")
+            raise Stopped(verdict) from None
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + timing.lock_wait_s
         held = chosen_after(timing, options.strict)
         on_device = timing.layout["retained_on_device"]
@@ -267,6 +275,16 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
             return result
     return verdicts.summarize(result, options)
+
+
+def _kept_by(candidate: Worker, options: EvalOptions, device: str) -> bool:
+    """Whether the device's timing lock comes free once the candidate's processes are killed: then they kept it."""
+    candidate.kill()
+    try:
+        with device_lock(options.cache_dir, device_key(device), LOCK_FREED_S):
+            return True
+    except LockTimeout:
+        return False
 
 
 def _waited(get, reference, result: EvalResult, together: bool):
@@ -324,6 +342,11 @@ class _Asker:
         try:
             reply = send()
         except WorkerFailure as failure:
+            if failure.stage == "startup":
+                # Its process had not run the candidate's code yet (the ping comes before the job): what held it up
+                # or ended it, a timing lock kept by another process or the machine, is no verdict on the candidate.
+                why = f"not judged: the candidate's worker did not start: {failure.message}"
+                raise EnvironmentFailure(why) from None
             raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":

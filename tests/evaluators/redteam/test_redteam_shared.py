@@ -387,16 +387,12 @@ def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, optio
     assert honest.status == "correct", honest.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (residual of 7ca008a): each device's timing lock is still waited for up to lock_timeout_s and a "
-    "LockTimeout is the waiting candidate's `timeout`; its file (cpu.lock, cuda-<uuid>.lock) is any candidate's",
-)
 def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
     other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch
     other.parent.mkdir()
     shutil.copy(PROBLEM, other)
     held = options.cache_dir / "device-locks-held"
+    honest_options = options.model_copy(update={"lock_timeout_s": 5.0})  # a short lock timeout stands for the default
     holder = concurrent.futures.ThreadPoolExecutor(1)
     attacker = holder.submit(
         evaluate, load_problem(own_problem), attack("hold_device_lock"), "cpu",
@@ -407,10 +403,35 @@ def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(
         while not held.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert held.exists(), "the attacker never took the locks"
-        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
+        # Its wait runs out: not judged, so a batch or a resumed run judges it again; never the candidate's `timeout`.
+        with pytest.raises(EnvironmentFailure, match=r"^not judged: the device's timing lock \(.*cpu\.lock\) was held"):
+            evaluate(load_problem(other), CONTROL, "cpu", honest_options)
     finally:
         options.cache_dir.mkdir(parents=True, exist_ok=True)
         (options.cache_dir / "release").write_text("")  # the attacker's hold ends
-        attacker.result(timeout=600)
+        own = attacker.result(timeout=600)
         holder.shutdown()
+    # The attacker's own timing waits for the locks its process keeps: they come free once it is killed, so that
+    # wait is its verdict.
+    assert own.status == "timeout" and own.message.endswith("by the candidate's own process"), own.message
+    honest = evaluate(load_problem(other), CONTROL, "cpu", honest_options)  # judged again once the lock is free
     assert honest.status == "correct", honest.message
+
+
+def test_a_candidate_worker_that_did_not_start_is_not_judged(own_problem, options, monkeypatch):
+    # On a GPU a device lock kept by another process holds a starting worker up past its startup limit (it takes the
+    # lock shared, with no limit of its own); here a worker killed before it answers stands for it.
+    untimed = options.model_copy(update={"timing": False})
+    claim = spares.claim
+
+    def dead_on_arrival(role, *args):
+        worker = claim(role, *args)
+        if role == "candidate":
+            worker.kill()
+        return worker
+
+    monkeypatch.setattr(spares, "claim", dead_on_arrival)
+    with pytest.raises(EnvironmentFailure, match=r"^not judged: the candidate's worker did not start: "):
+        evaluate(load_problem(own_problem), CONTROL, "cpu", untimed)
+    monkeypatch.setattr(spares, "claim", claim)
+    assert evaluate(load_problem(own_problem), CONTROL, "cpu", untimed).status == "correct"
