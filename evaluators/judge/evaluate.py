@@ -19,7 +19,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from evaluators.judge import device_room, process, spares, verdicts, wall
+from evaluators.judge import device_room, problem_files, process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import (
@@ -94,12 +94,19 @@ def evaluate(
         **options.model_dump(include=WORKER_OPTIONS),
     }
     toolchain = toolchain_key()
+    # The candidate can rewrite the problem's files for whatever loads them next: they are read again once its
+    # processes are killed, and put back where they changed (judge/problem_files.py).
+    watched = problem_files.watch(problem, job["problem"])
     try:
         outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=True)
     except Contended:
         # The reference or the candidate ran out of device memory while both worked at once: neither verdict is
         # the problem's or the candidate's. Both again, with a fresh reference, the candidate only once it is done.
         outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=False)
+    finally:
+        changed = problem_files.release(watched)
+    for code, text in changed:
+        outcome.flag(code, text)
     outcome.stages["total"] = time.perf_counter() - started
     return outcome
 
