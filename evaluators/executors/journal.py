@@ -2,7 +2,8 @@
 
 A driver killed mid-batch and run again reads the journal and submits only the keys missing from it, so no
 evaluation is lost and none is counted twice. Only the driver writes it; evaluations the machinery lost
-(InfrastructureError) and problems that could not be judged are not recorded, so the next run tries them again.
+(InfrastructureError) or could not judge (EnvironmentFailure) and problems that could not be judged are not
+recorded, so the next run tries them again.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from evaluators.executors.local import Executor, InfrastructureError
 from evaluators.judge.options import EvalOptions
+from evaluators.judge.reference_pool import EnvironmentFailure
 from evaluators.judge.result import EvalResult
 from kernels.problem_types import Problem, ProblemError
 
@@ -78,8 +80,8 @@ def judge(
 ) -> Iterator[tuple[str, EvalResult | Exception]]:
     """Submit every job the journal lacks; journal and yield each result as it completes.
 
-    An evaluation that could not be judged (InfrastructureError, or a ProblemError from a broken reference)
-    is yielded as its exception and not journaled.
+    An evaluation that could not be judged (InfrastructureError, EnvironmentFailure, or a ProblemError from a
+    broken reference) is yielded as its exception and not journaled.
     """
     futures = {
         executor.submit(job.problem, job.source, job.options): key for key, job in jobs.items() if key not in journal
@@ -88,7 +90,7 @@ def judge(
         key = futures[future]
         try:
             result = future.result()
-        except (InfrastructureError, ProblemError) as error:
+        except (InfrastructureError, EnvironmentFailure, ProblemError) as error:
             yield key, error
             continue
         journal.record(key, result)

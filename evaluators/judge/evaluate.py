@@ -19,7 +19,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from evaluators.judge import device_room, process, spares, verdicts, wall
+from evaluators.judge import device_room, problem_files, process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import (
@@ -34,7 +34,7 @@ from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
-from evaluators.worker.device_lock import LockTimeout
+from evaluators.worker.device_lock import LockTimeout, device_key, device_lock
 from evaluators.worker.trial_seeds import trial_plan
 from kernels.bundle import pack_problem
 from kernels.problem import load_problem
@@ -43,6 +43,7 @@ from kernels.problem_types import Problem
 __all__ = ["EnvironmentFailure", "evaluate"]
 
 SHM = Path("/dev/shm")
+LOCK_FREED_S = 2.0  # seconds a killed candidate's timing lock is given to come free (its files closed as it ends)
 
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
 WORKER_OPTIONS = {
@@ -56,7 +57,9 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate one candidate source against a problem.
 
-    Raises ProblemError/ValueError for bad input and EnvironmentFailure when the machine failed the reference.
+    Raises ProblemError/ValueError for bad input, and EnvironmentFailure where no verdict can be drawn: the machine
+    failed the reference, the candidate's worker did not start, or the device's timing lock was kept past
+    `lock_timeout_s`.
     """
     options = options or EvalOptions()
     if options.strict:
@@ -91,12 +94,19 @@ def evaluate(
         **options.model_dump(include=WORKER_OPTIONS),
     }
     toolchain = toolchain_key()
+    # The candidate can rewrite the problem's files for whatever loads them next: they are read again once its
+    # processes are killed, and put back where they changed (judge/problem_files.py).
+    watched = problem_files.watch(problem, job["problem"])
     try:
         outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=True)
     except Contended:
         # The reference or the candidate ran out of device memory while both worked at once: neither verdict is
         # the problem's or the candidate's. Both again, with a fresh reference, the candidate only once it is done.
         outcome = _attempt(problem, shapes, candidate_source, device, options, result, job, toolchain, overlap=False)
+    finally:
+        changed = problem_files.release(watched)
+    for code, text in changed:
+        outcome.flag(code, text)
     outcome.stages["total"] = time.perf_counter() - started
     return outcome
 
@@ -244,8 +254,13 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
                 reference_timing, timing = _timed(ask, reference, i, options, alone=True)
                 waited += timing.lock_wait_s
         except LockTimeout as exc:
-            candidate.kill()
-            raise Stopped(verdicts.finish(result, "timeout", f"timeout: {exc}", "")) from None
+            # Any process of the user can keep the lock, another evaluation's candidate included: the wait running
+            # out is this candidate's verdict only where the lock comes free once its own processes are ended.
+            # Otherwise it is not judged, and a batch or a resumed run judges it again.
+            if not _kept_by(candidate, options, result.device):
+                raise EnvironmentFailure(f"not judged: {exc}") from None
+            verdict = verdicts.finish(result, "timeout", f"timeout: {exc}, by the candidate's own process", "")
+            raise Stopped(verdict) from None
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + waited
         held = chosen_after(timing, options.strict)
         on_device = timing.layout["retained_on_device"]
@@ -269,6 +284,16 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
             return result
     return verdicts.summarize(result, options)
+
+
+def _kept_by(candidate: Worker, options: EvalOptions, device: str) -> bool:
+    """Whether the device's timing lock comes free once the candidate's processes are killed: then they kept it."""
+    candidate.kill()
+    try:
+        with device_lock(options.cache_dir, device_key(device), LOCK_FREED_S):
+            return True
+    except LockTimeout:
+        return False
 
 
 def _waited(get, reference, result: EvalResult, together: bool):
@@ -326,6 +351,11 @@ class _Asker:
         try:
             reply = send()
         except WorkerFailure as failure:
+            if failure.stage == "startup":
+                # Its process had not run the candidate's code yet (the ping comes before the job): what held it up
+                # or ended it, a timing lock kept by another process or the machine, is no verdict on the candidate.
+                why = f"not judged: the candidate's worker did not start: {failure.message}"
+                raise EnvironmentFailure(why) from None
             raise Stopped(verdicts.from_failure(result, failure, candidate.stage_seconds)) from None
         result.stages.update(candidate.stage_seconds)
         if reply.event == "error":

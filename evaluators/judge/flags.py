@@ -15,6 +15,8 @@ SEVERITY: dict[str, Severity] = {
     "no_custom_kernel": "hard",  # PyTorch calling PyTorch: no Triton, no CUDA/HIP source
     "side_stream": "hard",  # work outlives the timed stream
     "timing_disputed": "hard",  # the parent's clock around the timing says the candidate's timer claims too little
+    "rewrote_problem": "hard",  # the problem's files changed while this evaluation ran alone (judge/problem_files.py)
+    "problem_changed": "hard",  # they changed while it and others ran: which one changed them is not known
     "monkey_patch": "soft",
     "streams_threads": "soft",
     "introspection": "soft",
@@ -26,9 +28,11 @@ SEVERITY: dict[str, Severity] = {
 
 # A strict run checks every timed output, so a large speedup it measures is real: it vouches for these codes.
 STRICT_VOUCHES = frozenset({"beyond_plausible"})
-# Timing anomalies that can be one run's accident: a strict run clears them by not showing them again.
-STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed"})
-# Not clearable (beyond_roofline, no_custom_kernel): no repetition makes physics or a missing kernel go away.
+# What can be one run's accident (a timing anomaly; a change another evaluation beside it may have made): a strict
+# run clears them by not showing them again.
+STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed", "problem_changed"})
+# Not clearable (beyond_roofline, no_custom_kernel, rewrote_problem): no repetition makes physics or a missing kernel
+# go away, nor a candidate that changed the harness's files.
 
 
 class Flag(BaseModel):

@@ -28,10 +28,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evaluators.judge import problem_files
 from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
+from evaluators.judge.reference_pool import EnvironmentFailure
 from evaluators.judge.toolchain import toolchain_key
 from evaluators.profiling.report import parse_ncu_csv, parse_rocprof_csv, summarize
+from kernels.bundle import pack_problem
 from kernels.problem_types import Problem
 
 NCU_METRICS = (
@@ -116,7 +119,22 @@ def _failure(tool: str, done: subprocess.CompletedProcess) -> str:
 
 
 def run_profiler(problem: Problem, source: str, device: str, tool: str, timeout_s: float = TIMEOUT_S) -> str:
-    """Profile one warm call of `source` with `tool` in a sandboxed subprocess; the summary or why there is none."""
+    """Profile one warm call of `source` with `tool` in a sandboxed subprocess; the summary or why there is none.
+
+    The profiled candidate runs as the user too: a change it makes to the problem's files is put back after it.
+    """
+    try:
+        watched = problem_files.watch(problem, pack_problem(problem))
+    except EnvironmentFailure as failure:
+        return f"No profile: {failure}"
+    try:
+        summary = _profiled(problem, source, device, tool, timeout_s)
+    finally:
+        changed = problem_files.release(watched)
+    return f"No profile: {changed[0][1]}" if changed else summary
+
+
+def _profiled(problem: Problem, source: str, device: str, tool: str, timeout_s: float) -> str:
     options = EvalOptions()
     scratch = Path(tempfile.mkdtemp(prefix="ks-profile-"))
     try:

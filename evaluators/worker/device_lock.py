@@ -84,7 +84,7 @@ def _held(path: Path, shared: bool, timeout_s: float | None, deadline: float | N
                     break
                 except BlockingIOError:
                     if time.monotonic() > deadline:
-                        raise LockTimeout(f"{whose} timing lock was held for over {timeout_s:g} s") from None
+                        raise LockTimeout(f"{whose} timing lock ({path}) was held for over {timeout_s:g} s") from None
                     time.sleep(0.01)
         try:
             yield

@@ -315,6 +315,25 @@ def test_a_strict_run_lost_is_run_again_on_a_rerun_and_the_first_never_is(tmp_pa
     assert verdicts.calls == []
 
 
+def test_an_evaluation_not_judged_is_a_failure_row_that_a_rerun_judges(tmp_path, monkeypatch):
+    from evaluators.judge.evaluate import EnvironmentFailure
+
+    kept = EnvironmentFailure("not judged: the device's timing lock (/cache/locks/cpu.lock) was held for over 1800 s")
+    verdicts = Verdicts({"2_Relu": kept, "1_Scale_by_two": verdict(1.2)})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["status"] == "not_judged" and relu["message"] == f"evaluation failed: EnvironmentFailure: {kept}"
+    assert [line["row"]["key"] for line in lines(out)] == [SCALE]  # not kept: no verdict was drawn
+
+    verdicts.calls.clear()
+    verdicts.first["2_Relu"] = verdict(1.1)
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == [("2_Relu", False, 3)]
+    assert next(row for row in report(out)["rows"] if row["key"] == RELU)["status"] == "correct"
+
+
 def test_a_changed_candidate_awaiting_its_strict_run_is_judged_afresh(tmp_path, monkeypatch):
     candidates = tmp_path / "candidates"
     shutil.copytree(CANDIDATES, candidates)

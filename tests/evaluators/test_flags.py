@@ -27,10 +27,10 @@ def test_a_strict_run_vouches_for_a_large_speedup_but_not_for_what_it_sees_itsel
 
 
 @pytest.mark.parametrize("code", sorted(STRICT_VOUCHES | STRICT_RECHECKS))
-def test_a_strict_run_may_clear_timing_doubts(code):
+def test_a_strict_run_may_clear_what_one_run_can_show_by_accident(code):
     assert strict_can_clear([Flag.make(code, "x"), Flag.make("monkey_patch", "y")])
 
 
-@pytest.mark.parametrize("code", ["beyond_roofline", "no_custom_kernel"])
-def test_no_strict_run_clears_physics_or_a_missing_kernel(code):
+@pytest.mark.parametrize("code", ["beyond_roofline", "no_custom_kernel", "rewrote_problem"])
+def test_no_strict_run_clears_physics_a_missing_kernel_or_a_rewritten_problem(code):
     assert not strict_can_clear([Flag.make("beyond_plausible", "x"), Flag.make(code, "y")])

@@ -1,10 +1,13 @@
 """The batch journal: judged evaluations survive a killed driver, torn last lines are dropped, keys run once."""
 
+from concurrent.futures import Future
+
 import pytest
 
 from evaluators import EvalOptions, EvalResult
 from evaluators.executors.journal import EvalJob, Journal, JournalError, judge
 from evaluators.executors.local import LocalExecutor
+from evaluators.judge.evaluate import EnvironmentFailure
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM, candidate
 
@@ -48,3 +51,20 @@ def test_judge_submits_only_what_the_journal_lacks(tmp_path, cache_dir):
     assert sorted(judged) == ["new1", "new2"] and {r.status for r in judged.values()} == {"compile_error"}
     assert executor.progress().done == 2
     assert sorted(Journal(tmp_path / "j.jsonl").results) == ["done", "new1", "new2"]
+
+
+class _NotJudging:
+    """An executor whose every evaluation ends as the device's timing lock, kept by another process, left it."""
+
+    def submit(self, problem, source, options=None) -> Future:
+        future = Future()
+        future.set_exception(EnvironmentFailure("not judged: the device's timing lock (cpu.lock) was held for 5 s"))
+        return future
+
+
+def test_an_evaluation_not_judged_is_yielded_and_left_for_the_next_run(tmp_path):
+    journal = Journal(tmp_path / "j.jsonl")
+    jobs = {"a": EvalJob(load_problem(PROBLEM), candidate("no_modelnew"))}
+    (key, error), *_ = judge(_NotJudging(), jobs, journal)
+    assert key == "a" and isinstance(error, EnvironmentFailure)
+    assert "a" not in Journal(tmp_path / "j.jsonl")

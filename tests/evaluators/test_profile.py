@@ -1,5 +1,7 @@
 """Profiler evidence: the ncu CSV parser and summary on a fixture, and the run going on without a profiler."""
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,21 @@ def test_without_a_profiler_the_prompts_say_so(monkeypatch, tmp_path):
     monkeypatch.setattr(profile.shutil, "which", lambda name: None)
     monkeypatch.setattr(profile, "profiler_for", lambda device: None)
     assert "neither ncu nor rocprofv3" in profile.profile_summary(problem, "src", "cuda", cache_dir=tmp_path)
+
+
+def test_a_profiled_candidate_that_rewrites_the_problem_file_is_undone(monkeypatch, tmp_path):
+    path = tmp_path / "fused_residual_norm.py"
+    shutil.copy(load_problem("fused_residual_norm").path, path)
+    original = path.read_text()
+
+    def profiled_rewriting(command, scratch, env, timeout_s):  # the candidate's process, in the profiler's place
+        path.write_text(original + "\nModel.forward = lambda self, *args: args[0]\n")
+        return subprocess.CompletedProcess(command, 1, "", "")
+
+    monkeypatch.setattr(profile, "_run", profiled_rewriting)
+    said = profile.run_profiler(load_problem(path), "src", "cuda", "ncu")
+    assert said.startswith("No profile: the candidate changed the problem's files (fused_residual_norm.py)"), said
+    assert path.read_text() == original
 
 
 def test_the_ncu_command_is_written_down_once():

@@ -39,8 +39,12 @@ from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
 HERE = Path(__file__).parent
 
 
-def attack(name: str) -> str:
-    return f"{CONTROL}\n\n{(HERE / 'shared' / f'{name}.py').read_text()}"
+def attack(name: str, problem_file: Path | None = None) -> str:
+    """The control with the attack appended; `problem_file` fills the attack's @PROBLEM_FILE@ (the test's own copy)."""
+    text = (HERE / "shared" / f"{name}.py").read_text()
+    if problem_file is not None:
+        text = text.replace("@PROBLEM_FILE@", str(problem_file))
+    return f"{CONTROL}\n\n{text}"
 
 
 @pytest.fixture
@@ -61,22 +65,26 @@ def options(tmp_path):
 
 
 def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options):
-    problem = load_problem(own_problem)  # loaded once, as the batch and the graph do
-    first = evaluate(problem, attack("rewrite_problem_file"), "cpu", options)
-    assert first.status == "incorrect", first.message  # its reference had imported the problem before
-    assert "_tampered_forward" in own_problem.read_text()  # but the file is now the candidate's
-    # Its strict re-evaluation (or any evaluation with a fresh reference) is judged by the rewritten reference.
-    strict = evaluate(problem, attack("rewrite_problem_file"), "cpu", strict_options(options))
+    original = own_problem.read_text()
+    problem = load_problem(own_problem)  # loaded once, as the batch does
+    first = evaluate(problem, attack("rewrite_problem_file", own_problem), "cpu", options)
+    assert first.status == "incorrect", first.message  # its reference was judged by the text the job carries
+    assert "rewrote_problem" in {flag.code for flag in first.flags}, first.flags  # caught, and put back
+    assert own_problem.read_text() == original
+    # Its strict re-evaluation (a fresh reference: other options) is judged by the problem, not the rewritten file.
+    strict = evaluate(problem, attack("rewrite_problem_file", own_problem), "cpu", strict_options(options))
     assert not false_accept(strict), (strict.status, strict.speedup, strict.message)
     assert strict.status == "incorrect", strict.message
 
 
 def test_a_rewritten_problem_file_does_not_fail_the_next_honest_candidate(own_problem, options):
     problem = load_problem(own_problem)
-    evaluate(problem, attack("rewrite_problem_file"), "cpu", options.model_copy(update={"timing": False}))
+    untimed = options.model_copy(update={"timing": False})
+    evaluate(problem, attack("rewrite_problem_file", own_problem), "cpu", untimed)
     reference_pool.close_all()  # as a new run, a resumed one, or the next batch over the same suite starts
-    honest = evaluate(problem, CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    honest = evaluate(problem, CONTROL, "cpu", untimed)
     assert honest.status == "correct", honest.message
+    assert not honest.flags, honest.flags  # the honest control changes no file, and nothing is set against it
 
 
 # The device's memory: on the CPU the workers plan it for a simulated device (worker/device_memory.py), as the tests
@@ -316,15 +324,16 @@ def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_pat
     executor = LocalExecutor(["cpu"])
     try:
         rows = batch.judge(
-            problems, {"slow": attack("rewrite_problem_before_strict")}, out, executor, options,
+            problems, {"slow": attack("rewrite_problem_before_strict", own_problem)}, out, executor, options,
             Console(file=io.StringIO()),
         )  # fmt: skip
     finally:
         executor.close()
     row = rows["slow"]
-    assert row.rechecked, row  # its first run was set aside as beyond_plausible
-    assert not row.fast(1.0), row  # the strict run saw a wrong kernel: never fast
-    assert not row.cleared_by_strict, row.message
+    # Its first run rewrote the problem file: set aside for good, so no strict run can clear it.
+    assert "the candidate changed the problem's files" in row.set_aside and not row.rechecked, row
+    assert not row.fast(1.0), row
+    assert "_tampered_forward" not in own_problem.read_text()
 
 
 @pytest.mark.xfail(
@@ -373,30 +382,24 @@ def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_pat
     assert not ran, "the planted module ran in the reference"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (residual of 417704f): the candidate can still rewrite the user's problem file; the run that loads "
-    "it next (a new run, a resumed one, the next batch over the suite) judges every candidate by the candidate's code",
-)
 def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, options):
     untimed = options.model_copy(update={"timing": False})
-    evaluate(load_problem(own_problem), attack("rewrite_problem_file"), "cpu", untimed)
-    assert "_tampered_forward" in own_problem.read_text()  # found by its text, and rewritten
+    original = own_problem.read_text()
+    rewriter = evaluate(load_problem(own_problem), attack("rewrite_problem_file", own_problem), "cpu", untimed)
+    assert rewriter.status == "incorrect" and "rewrote_problem" in {flag.code for flag in rewriter.flags}
+    assert own_problem.read_text() == original  # put back once its processes were killed
     reference_pool.close_all()
     honest = evaluate(load_problem(own_problem), CONTROL, "cpu", untimed)  # the file loaded again, as a new run does
     assert honest.status == "correct", honest.message
+    assert not honest.flags, honest.flags
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (residual of 7ca008a): each device's timing lock is still waited for up to lock_timeout_s and a "
-    "LockTimeout is the waiting candidate's `timeout`; its file (cpu.lock, cuda-<uuid>.lock) is any candidate's",
-)
 def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
     other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch
     other.parent.mkdir()
     shutil.copy(PROBLEM, other)
     held = options.cache_dir / "device-locks-held"
+    honest_options = options.model_copy(update={"lock_timeout_s": 5.0})  # a short lock timeout stands for the default
     holder = concurrent.futures.ThreadPoolExecutor(1)
     attacker = holder.submit(
         evaluate, load_problem(own_problem), attack("hold_device_lock"), "cpu",
@@ -407,10 +410,35 @@ def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(
         while not held.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert held.exists(), "the attacker never took the locks"
-        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
+        # Its wait runs out: not judged, so a batch or a resumed run judges it again; never the candidate's `timeout`.
+        with pytest.raises(EnvironmentFailure, match=r"^not judged: the device's timing lock \(.*cpu\.lock\) was held"):
+            evaluate(load_problem(other), CONTROL, "cpu", honest_options)
     finally:
         options.cache_dir.mkdir(parents=True, exist_ok=True)
         (options.cache_dir / "release").write_text("")  # the attacker's hold ends
-        attacker.result(timeout=600)
+        own = attacker.result(timeout=600)
         holder.shutdown()
+    # The attacker's own timing waits for the locks its process keeps: they come free once it is killed, so that
+    # wait is its verdict.
+    assert own.status == "timeout" and own.message.endswith("by the candidate's own process"), own.message
+    honest = evaluate(load_problem(other), CONTROL, "cpu", honest_options)  # judged again once the lock is free
     assert honest.status == "correct", honest.message
+
+
+def test_a_candidate_worker_that_did_not_start_is_not_judged(own_problem, options, monkeypatch):
+    # On a GPU a device lock kept by another process holds a starting worker up past its startup limit (it takes the
+    # lock shared, with no limit of its own); here a worker killed before it answers stands for it.
+    untimed = options.model_copy(update={"timing": False})
+    claim = spares.claim
+
+    def dead_on_arrival(role, *args):
+        worker = claim(role, *args)
+        if role == "candidate":
+            worker.kill()
+        return worker
+
+    monkeypatch.setattr(spares, "claim", dead_on_arrival)
+    with pytest.raises(EnvironmentFailure, match=r"^not judged: the candidate's worker did not start: "):
+        evaluate(load_problem(own_problem), CONTROL, "cpu", untimed)
+    monkeypatch.setattr(spares, "claim", claim)
+    assert evaluate(load_problem(own_problem), CONTROL, "cpu", untimed).status == "correct"

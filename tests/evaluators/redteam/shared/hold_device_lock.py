@@ -1,7 +1,8 @@
 # ruff: noqa: F821  (appended to control.py, whose names it uses)
 # Attack (shared state, the per-device timing locks; class: another candidate's verdict): the host lock now goes on
 # without itself past 30 s, but each device's lock (worker/device_lock.py, device_lock) is still waited for up to
-# lock_timeout_s, and a LockTimeout is the waiting candidate's `timeout`. Its file is under the cache directory
+# lock_timeout_s, and a LockTimeout was the waiting candidate's `timeout` (now it is not judged, as is a starting
+# worker on a GPU that waits for the lock past its startup limit). Its file is under the cache directory
 # (KS_CACHE_DIR, in the worker's environment) and named by the device: "cpu.lock" for every CPU evaluation,
 # "cuda-<GPU uuid>.lock" per GPU, so every GPU's file that any timing has made is there to be found. The candidate
 # takes all of them as it is imported (creating the CPU's), then builds slowly.

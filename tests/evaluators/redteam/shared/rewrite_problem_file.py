@@ -1,11 +1,13 @@
 # ruff: noqa: F821  (appended to control.py, whose names it uses)
 # Attack (shared state, the problem's own file): the candidate runs as the harness's user, so it can write the
-# problem file the workers import. Every reference process started afterwards (a strict re-evaluation's, whose
-# options differ; the next problem's in a batch; the next run's) executes the problem as it is on disk then, with no
-# check against the text the parent loaded. The rewritten reference returns what this kernel returns (ones: a scale
-# of zero) and takes longer, so a wrong kernel reads as correct and faster.
-import gc as _gc
+# problem file. Its own evaluation is judged by the text the job carries, but whatever loads the file next (the
+# graph's next evaluation, a new or resumed run, the next batch) executes the problem as it is on disk then. The
+# rewritten reference returns what this kernel returns (ones: a scale of zero) and takes longer, so a wrong kernel
+# reads as correct and faster. A candidate finds the file by the name and text the job carries; the test writes its
+# own copy's path in instead, so no other test run's files are touched.
+import pathlib as _pathlib
 
+_PROBLEM_FILE = _pathlib.Path("@PROBLEM_FILE@")
 _TAMPER = """
 
 # --- appended by a candidate ---
@@ -20,30 +22,8 @@ def _tampered_forward(self, x):
 Model.forward = _tampered_forward
 """
 
-
-def _users_problem_file():
-    """The user's problem file, found by its text: the job carries the problem, not where it lives."""
-    import pathlib
-
-    bundle = next(o for o in _gc.get_objects() if type(o).__name__ == "Session").job["problem"]
-    name = pathlib.PurePath(bundle["path"]).name
-    found_files = pathlib.Path("/tmp").glob(f"pytest-of-*/pytest-*/*/problems/{name}")
-    for found in sorted(found_files, key=lambda f: f.stat().st_mtime, reverse=True):  # this test's own copy first
-        if found.read_text() == bundle["files"][bundle["path"]]:
-            return found
-    raise RuntimeError("the problem file was not found")
-
-
-def _rewrite_problem():
-    path = _users_problem_file()
-    with open(path) as problem:
-        text = problem.read()
-    if "_tampered_forward" not in text:
-        with open(path, "w") as problem:
-            problem.write(text + _TAMPER)
-
-
-_rewrite_problem()
+if "_tampered_forward" not in _PROBLEM_FILE.read_text():
+    _PROBLEM_FILE.write_text(_PROBLEM_FILE.read_text() + _TAMPER)
 _Honest = ModelNew
 
 
