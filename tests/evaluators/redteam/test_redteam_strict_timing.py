@@ -10,7 +10,9 @@ time_side_by_side with fake processes whose spans are what an honest 0.2 ms kern
 tests/evaluators/test_side_by_side.py does.
 
 The last test gives the forger a span without the cache flush, which its process can skip (the flush's size is job
-data; test_redteam_shared.py shows a CPU worker timed with it at 0): the floor then drops by the flush's length.
+data; test_redteam_shared.py shows a CPU worker timed with it at 0): the floor then drops by the flush's length. It
+stays xfail: those spans and times are exactly an honest kernel's that is faster by the flush's length, so no rule on
+the parent's clock tells the two apart (docs/CONTRACTS.md, "Harness work the candidate skips or overlaps").
 """
 
 from dataclasses import dataclass
@@ -115,11 +117,22 @@ FLUSH_MS = 0.17  # the 512 MB flush's share of the harness's work per repetition
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open: the parent's floor is the candidate's span less the reference's harness work per repetition; a "
+    reason="bounded: the parent's floor is the candidate's span less the reference's harness work per repetition; a "
     "candidate that skips the cache flush in its own process (job['flush_mb'] = 0, see test_redteam_shared.py) "
-    "lowers its floor by the flush's length, so a first run believes a timer 4x below the real call",
+    "lowers its floor by the flush's length, so a first run believes a timer 4x below the real call; its spans and "
+    "times are an honest kernel's faster by that length, so closing it needs the flush out of the candidate's hands",
 )
 def test_skipping_the_flush_does_not_lower_the_parents_floor(tmp_path, cuda_lock):
     skipper = Process(REAL_MS, FORGED_MS, harness_ms=HARNESS_MS - FLUSH_MS)  # its calls as slow, cold or not
     first = judged(tmp_path, strict=False, candidate=skipper)
     assert [f.code for f in first.flags] == ["timing_disputed"], (first.runtime_ms, first.speedup)
+
+
+def test_a_flush_skipper_reads_to_the_parents_clock_as_an_honest_kernel_faster_by_the_flush(tmp_path, cuda_lock):
+    # Why the test above stays xfail: what the parent sees of the two (spans, and the times each process reports)
+    # is the same, so a rule that disputed the skipper would dispute the honest kernel too.
+    skipper = Process(REAL_MS, REAL_MS - FLUSH_MS, harness_ms=HARNESS_MS - FLUSH_MS)
+    honest = Process(REAL_MS - FLUSH_MS, REAL_MS - FLUSH_MS)
+    seen = [judged(tmp_path, strict=False, candidate=side) for side in (skipper, honest)]
+    assert [r.flags for r in seen] == [[], []]
+    assert seen[0].runtime_ms == pytest.approx(seen[1].runtime_ms) == pytest.approx(REAL_MS - FLUSH_MS)
