@@ -103,6 +103,7 @@ def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fak
     row = suite_row("fused_residual_norm", run_dir, "not finished")
     assert (row.speedup, row.set_aside, row.rechecked, row.cleared_by_strict) == (12.0, None, True, True)
     assert row.fast(2) and row.message.startswith("best c0002 (cleared by strict re-evaluation); ")
+    assert row.fast_significantly(2)  # the suite row carries the counted run's band
 
 
 def test_flags_no_strict_run_can_clear_cost_no_re_evaluation(monkeypatch):
