@@ -99,8 +99,12 @@ def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     ratio = record.speedup / parent.speedup
     change = f"{(ratio - 1) * 100:+.0f}%"
     speeds = f"{format_speedup(parent.speedup)} -> {format_speedup(record.speedup)}"
+    # A rise with no noise band measured is no evidence of a gain (agents/population.gain_over), nor of a mechanism.
+    unbanded = ratio - 1 > FLAT and not record.measured.get("speedup_band")
     if within_noise(record, parent.speedup):
         verdict = f"within noise ({change}) of {parent.id}: {parent.id}'s figure lies inside this one's noise band"
+    elif unbanded:
+        verdict = f"{change} over {parent.id} ({speeds}) with no noise band measured: not counted as a gain"
     elif ratio - 1 > FLAT:
         verdict = f"gained {change} over {parent.id} ({speeds})"
     elif ratio - 1 < -FLAT:
@@ -108,6 +112,6 @@ def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
     else:
         verdict = f"no gain ({change}) over {parent.id}"
     expected = f", {_against_expected(ratio, experiment)}" if _against_expected(ratio, experiment) else ""
-    moved = 1.0 if within_noise(record, parent.speedup) else ratio  # a change inside the noise teaches no mechanism
+    moved = 1.0 if unbanded or within_noise(record, parent.speedup) else ratio  # noise teaches no mechanism
     clauses = [c for c in (_lesson(moved, experiment), _shape_split(record, parent), _bottleneck(record)) if c]
     return f"{head}: {verdict}{expected}{''.join('; ' + c for c in clauses)}{_borrowed(record)}{strayed}."

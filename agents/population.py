@@ -6,7 +6,7 @@
 - `trusted(archive)`: correct candidates that no hard anti-cheat flag set aside.
 - `shape_leaders`, `line_leaders`: the fastest trusted candidate per shape and per line.
 - `beats(record, other)`: whether a record's speedup is a gain over another's beyond its own noise band; a change
-  inside the band is no gain: not a new best, not a new leader, not a headline.
+  inside the band is no gain: not a new best, not a new leader, not a headline, and neither is one without a band.
 - `diversity(archive)`: {"lines_alive", "source_distance"}: distinct lines among the top candidates, and
   their mean pairwise source distance (1 - difflib's line similarity ratio), for the report.
 """
@@ -30,7 +30,7 @@ def is_set_aside(record: CandidateRecord) -> bool:
 def beats(record: CandidateRecord, other: CandidateRecord | None) -> bool:
     """Whether `record` is faster than `other` beyond the noise: the low end of its speedup's band above other's.
 
-    A record without a band (an archive written before bands) is compared by its figure alone.
+    A record without a band (an archive written before bands, a timing too short to draw one) gains nothing.
     """
     if other is None:
         return True
@@ -38,12 +38,13 @@ def beats(record: CandidateRecord, other: CandidateRecord | None) -> bool:
 
 
 def gain_over(speedup: float | None, band, other: float | None) -> bool:
-    """Whether `speedup`, with its noise band, is a gain over `other`: the band's low end above it."""
+    """Whether `speedup`, with its noise band, is a gain over `other`: the band's low end above it (no band: none)."""
     if speedup is None:
         return False
     if other is None:
         return True
-    return (band[0] if band else speedup) > other
+    # No band is no evidence: read by its figure alone, a run too short to draw one gained by any margin.
+    return bool(band) and band[0] > other
 
 
 def within_noise(record: CandidateRecord, other: float) -> bool:

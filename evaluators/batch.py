@@ -2,13 +2,13 @@
 
 Candidates are matched to problems by file name: KernelBench's `level_L_problem_N_sample_S_kernel.py` (as its
 eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`.
-Verdicts go to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md and
-OUT/suite.json. A correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible,
+Verdicts go to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md
+and OUT/suite.json. A correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible,
 timing_disputed, side_stream, problem_changed) gets one, submitted through the same executor the moment its first
-result is in; the strict run's measurement counts where it clears the first, and otherwise the candidate stays set
-aside. Its first evaluation is kept at once, so a re-run runs only the strict one; the line that follows keeps both.
-`--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for
-bad usage, a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is kept).
+result is in; the slower of the two measurements counts where it clears the first, and otherwise the candidate stays
+set aside. Its first evaluation is kept at once, so a re-run runs only the strict one; the line that follows keeps
+both. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2
+for bad usage, a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is kept).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def record_fields(result: dict, strict: dict) -> dict:
     if not correct:  # nothing to trust or distrust (and not always an evaluation: an edit off its anchors)
         return fields | {"speedup": None, "runtime_ms": result.get("runtime_ms")}
     standing = strict_rule.standing(_result(result), _result(strict) if strict else None)
-    measured = strict if standing.cleared else result  # a cleared candidate is known by the run that vouched for it
+    measured = strict if standing.measured.strict else result  # cleared: the slower of the two runs counts
     return fields | {
         "speedup": measured.get("speedup"),
         "runtime_ms": measured.get("runtime_ms"),

@@ -94,7 +94,7 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         status = statuses.most_common(1)[0][0] if statuses else "not_judged"
         message = f"no correct kernel ({dict(statuses)}); {summary.get('stop_reason')}"
         return SuiteRow(key=key, status=status, wall_s=wall, message=message, **cost)
-    measured = best.measured  # a kernel a strict re-evaluation cleared is known by the strict run's figures
+    measured = best.measured  # a kernel a strict re-evaluation cleared is known by the slower run's figures
     shapes = measured.get("shapes") or []
     fractions = [s["roofline_fraction"] for s in shapes if s.get("kind") == "benchmark" and s.get("roofline_fraction")]
     if not fractions and (measured.get("roofline") or {}).get("fraction"):
@@ -104,6 +104,7 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         key=key,
         status="correct",
         speedup=best.speedup,
+        speedup_band=measured.get("speedup_band"),
         speedup_vs_compile=measured.get("speedup_vs_compile"),
         roofline_fraction=statistics.median(fractions) if fractions else None,
         wall_s=wall,

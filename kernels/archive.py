@@ -8,8 +8,8 @@ Contract (used by `agents/` and `graph/`):
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
   `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `measured` (the evaluation whose
-  figures count: the strict one where it cleared the first). A record set aside is never best, base or headline;
-  records from before these fields read as not set aside.
+  figures count: where the strict one cleared the first, the one of the two with the lesser speedup). A record set
+  aside is never best, base or headline; records from before these fields read as not set aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
   `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
@@ -65,8 +65,14 @@ class CandidateRecord(BaseModel):
 
     @property
     def measured(self) -> dict:
-        """The evaluation whose figures count (`speedup` is its): the strict one where it cleared, else `eval`."""
-        return self.strict_eval if self.cleared_by_strict and self.strict_eval else self.eval
+        """The evaluation whose figures count (`speedup` is its): `eval`, or where a strict run cleared it, the slower.
+
+        The rule of evaluators.judge.strict.standing, written again here: kernels imports nothing of ours.
+        """
+        if not (self.cleared_by_strict and self.strict_eval):
+            return self.eval
+        first, strict = self.eval.get("speedup"), self.strict_eval.get("speedup")
+        return self.eval if first is not None and strict is not None and first < strict else self.strict_eval
 
     @property
     def is_eligible(self) -> bool:

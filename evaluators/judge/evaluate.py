@@ -320,7 +320,6 @@ def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False
     reference_timing, timing = reference.time_beside(
         shape,
         lambda command, event: ask(command, event, "timing"),
-        options.strict,
         ask.candidate.paused,
         lambda: device_room.make_room(ask.result.device),
         alone,

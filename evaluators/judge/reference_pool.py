@@ -184,7 +184,7 @@ class ReferenceWorker:
     def _room_command(self, shape: int, settle: bool) -> dict:
         return {"cmd": "room", "shape": shape, "settle": settle}
 
-    def time_beside(self, shape: int, candidate_call, strict: bool, quiet, make_room,
+    def time_beside(self, shape: int, candidate_call, quiet, make_room,
                     alone: bool = False) -> tuple[ShapeTiming, ShapeTiming]:  # fmt: skip
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
@@ -220,7 +220,7 @@ class ReferenceWorker:
 
         with self.lock:
             return time_side_by_side(
-                call, candidate_call, shape, self.device, self.options, memory, strict, room,
+                call, candidate_call, shape, self.device, self.options, memory, room,
                 compiled if self.options.compile_baseline else None, alone,
             )  # fmt: skip
 

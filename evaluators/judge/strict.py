@@ -1,10 +1,11 @@
 """The strict re-evaluation's rule: which results get one, what it runs with, and whether it clears the first.
 
 A correct result set aside only by hard flags a strict run may clear (`flags.strict_can_clear`) gets exactly one
-strict re-evaluation: every timed output held and checked, more trials. Only a run that says it was strict, is
-correct and is not set aside itself clears the first; then its measurement is the one that counts. Otherwise the
-candidate stays set aside, and the reason says what the strict run found. The graph's quarantine and the
-evaluate-only batch both decide by these functions; where the evaluation runs is theirs to choose.
+strict re-evaluation: timed as the first is, every output it holds checked, more trials. Only a run that says it was
+strict, is correct and is not set aside itself clears the first; then the lesser of the two runs' speedups counts, with
+its own run's figures and band. Otherwise the candidate stays set aside, and the reason says what the strict run
+found. The graph's quarantine and the evaluate-only batch both decide by these functions; where the evaluation runs
+is theirs to choose.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def clears(first: EvalResult, strict: EvalResult | None) -> bool:
 class Standing:
     """What a candidate's evaluations (the first, and the strict one if it ran) add up to."""
 
-    measured: EvalResult  # the evaluation whose figures count: the strict one where it cleared, else the first
+    measured: EvalResult  # the evaluation whose figures count: where the strict one cleared, the slower of the two
     set_aside: str | None  # why the measurement is not trusted (the first's hard flags and what the strict run found)
     cleared: bool  # a strict re-evaluation cleared the first
     rechecked: bool  # a strict re-evaluation ran
@@ -49,9 +50,21 @@ class Standing:
 def standing(first: EvalResult, strict: EvalResult | None = None) -> Standing:
     """The candidate's standing after its first evaluation and, where one ran, its strict re-evaluation."""
     cleared = clears(first, strict)
-    measured = strict if cleared else first
+    measured = _slower(first, strict) if cleared else first
     reason = None if cleared or not first.set_aside else _why(first, strict)
     return Standing(measured=measured, set_aside=reason, cleared=cleared, rechecked=strict is not None)
+
+
+def _slower(first: EvalResult, strict: EvalResult) -> EvalResult:
+    """Of a cleared candidate's two runs, the one with the lesser speedup (the strict one where either has none).
+
+    Each figure is what its own run's clock vouched for, and clearing says no flag came back, not that the first
+    figure was wrong: the first's is the parent's where its timer was disputed. Kept as the better of two, a flag would
+    buy a second draw of the noise.
+    """
+    if first.speedup is not None and strict.speedup is not None and first.speedup < strict.speedup:
+        return first
+    return strict
 
 
 def _why(first: EvalResult, strict: EvalResult | None) -> str:

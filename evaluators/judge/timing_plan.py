@@ -84,13 +84,16 @@ class ShapeTiming:
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
 
 
-def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int, strict: bool):
-    """(repetitions, hold every output?) for a call of `estimate_ms`."""
+def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int):
+    """(repetitions, hold every output?) for a call of `estimate_ms`.
+
+    A strict re-evaluation is timed by this same rule: its figure is the one that counts once it clears, so the
+    parent's clock must vouch for it as tightly as for the first's (wall.slack_ms spreads a fixed jitter over the
+    repetitions, and one block a side draws no noise band). It checks every output it holds instead (chosen_after).
+    """
     if device_kind(device) == "cpu":
         return options.cpu_reps, True
     reps = int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
-    if strict:
-        return min(reps, max(memory["retained"], 3)), True
     sizes = memory.get("sizes") or []
     output_bytes = sizes[shape]["output_bytes"] if shape < len(sizes) else 0
     return reps, reps * output_bytes <= HOLD_ALL_BYTES
@@ -103,7 +106,10 @@ def plan_timing(reps: int, hold_all: bool, retained: int, sketch_key: int) -> Sh
 
 
 def chosen_after(timing: ShapeTiming, strict: bool) -> list[int]:
-    """The held repetitions the parent checks element-wise, picked after the timing where every one was held."""
+    """The held repetitions the parent checks element-wise, picked after the timing where every one was held.
+
+    A strict run checks every one it held: all of them where they fit in HOLD_ALL_BYTES, as a first run holds them.
+    """
     if timing.hold is not None:
         return timing.hold
     if strict:
@@ -135,10 +141,9 @@ def split(reps: int, blocks: int) -> list[tuple[int, int]]:
 class Side:
     """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
-    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, strict: bool,
-                 sketch_key: int):  # fmt: skip
+    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, sketch_key: int):
         self.call, self.shape, self.device, self.options = call, shape, device, options
-        self.memory, self.strict = memory, strict
+        self.memory = memory
         self.sketch_key = sketch_key  # the shape's, the same for both sides
         self.seed = secrets.randbits(30)
         self.warm = 0
@@ -162,9 +167,7 @@ class Side:
         else:
             warm = 1
         self.warm = warm
-        reps, hold_all = repetitions(
-            max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape, self.strict
-        )
+        reps, hold_all = repetitions(max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape)
         self.timing = plan_timing(reps, hold_all, self.memory["retained"], self.sketch_key)
 
     def command(self, first: int, reps: int, last: bool, nonce: int) -> dict:
@@ -221,7 +224,7 @@ def _rehearse_reference(reference: Side) -> float:
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      strict: bool, room, compiled=None, alone: bool = False):  # fmt: skip
+                      room, compiled=None, alone: bool = False):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
@@ -239,8 +242,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         waited = time.perf_counter() - waited
         layout = room()
         memory = memory | layout
-        reference = Side(reference_call, shape, device, options, memory, strict, sketch_key)
-        candidate = Side(candidate_call, shape, device, options, memory, strict, sketch_key)
+        reference = Side(reference_call, shape, device, options, memory, sketch_key)
+        candidate = Side(candidate_call, shape, device, options, memory, sketch_key)
         if layout["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()

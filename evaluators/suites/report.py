@@ -2,8 +2,8 @@
 
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
 p times faster than PyTorch eager (p = 0: correct). A result set aside only by flags a strict re-evaluation may clear
-counts once one has cleared it, by the strict run's measurement (`evaluators.judge.strict`); uncleared, it is never
-fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
+counts once one has cleared it, by the slower of the two measurements (`evaluators.judge.strict`); uncleared, it is
+never fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
 (judge/bands.py) also lies above p: a reward that pays for noise trains a policy to chase it. A problem that was not
 judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. So does
 one that does not fit in the device's memory (`does_not_fit`, the machine's limit rather than the candidate's): it is
@@ -47,7 +47,7 @@ class SuiteRow(BaseModel):
     wall_s: float | None = None
     set_aside: str | None = None
     rechecked: bool = False  # a strict re-evaluation ran
-    cleared_by_strict: bool = False  # and cleared the first: the row's figures are the strict run's
+    cleared_by_strict: bool = False  # and cleared the first: the row's figures are the slower run's
     timing: str | None = None
     message: str = ""
 
@@ -69,7 +69,7 @@ def row_from_result(
 ) -> SuiteRow:
     """A row from one evaluation and, where one ran, its strict re-evaluation; `cost` may carry tokens and dollars.
 
-    Cleared by the strict run, the row carries the strict run's figures; otherwise the first's, and set aside with
+    Cleared by the strict run, the row carries the slower run's figures; otherwise the first's, and set aside with
     what the strict run found.
     """
     held = standing(result, strict)
@@ -215,7 +215,7 @@ def render_markdown(report: dict) -> str:
         f"not judged: {s['not_judged']} (counted as failures); too large for the device's memory: "
         f"{s['does_not_fit']} (the machine's limit, not a failed candidate; counted as not fast)",
         f"- rechecked by a strict re-evaluation: {s.get('rechecked', 0)}, cleared by it: "
-        f"{s.get('cleared_by_strict', 0)} (counted by the strict run's measurement)",
+        f"{s.get('cleared_by_strict', 0)} (counted by the slower of the two measurements)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
         f"- median fraction of the roofline: {roof}",
         f"- {cost}wall time: {s['wall_s']} s (sum over problems)",

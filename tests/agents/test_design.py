@@ -267,10 +267,13 @@ def test_findings_say_what_was_learned_and_what_was_borrowed():
     experiment = plan_dict("warps", lo=1.0, hi=1.1) | {"mechanism": "bounded registers", "from_reference": "its tiles"}
     child = CandidateRecord(
         id="c0005", parent_id="c0002", reference_id="c0003", iteration=2, source="s", status="correct", speedup=2.1,
-        experiment=experiment,
+        experiment=experiment, eval={"speedup_band": [2.08, 2.12]},
     )  # fmt: skip
     finding = finding_for(child, parent)
     assert "gained +5%" in finding and "lesson: 'bounded registers' held here: build on it" in finding
+    unbanded = finding_for(child.model_copy(update={"eval": {}}), parent)
+    assert "+5% over c0002 (2x -> 2.1x) with no noise band measured: not counted as a gain" in unbanded
+    assert "held here" not in unbanded
     assert "it borrowed from c0003: its tiles" in finding
     slower = child.model_copy(update={"speedup": 1.5})
     assert "lesson: 'bounded registers' costs time here; do not repeat it unchanged" in finding_for(slower, parent)

@@ -25,7 +25,8 @@ def synthetic_archive(iterations: int) -> Archive:
                     "expected_speedup_max": 1.3,
                     "risk": "medium",
                 },
-                eval={"device": "cuda", "message": "error: " + "detail " * 60},
+                eval={"device": "cuda", "message": "error: " + "detail " * 60}
+                | ({"speedup_band": [0.995 * speedup, 1.005 * speedup]} if ok else {}),
             )
         )
     return archive

@@ -401,5 +401,6 @@ def test_a_real_strict_re_evaluation_clears_a_speedup_flagged_as_implausible(tmp
     assert first["strict"] is None and [flag["code"] for flag in first["result"]["flags"]] == ["beyond_plausible"]
     assert both["result"] == first["result"] and both["strict"]["strict"] and both["strict"]["status"] == "correct"
     (row,) = report(out)["rows"]
-    assert row["cleared_by_strict"] and row["set_aside"] is None and row["speedup"] == both["strict"]["speedup"]
+    assert row["cleared_by_strict"] and row["set_aside"] is None
+    assert row["speedup"] == min(both["result"]["speedup"], both["strict"]["speedup"])  # the lesser of the two counts
     assert report(out)["summary"]["fast_0"] == 1.0

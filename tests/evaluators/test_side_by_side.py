@@ -64,7 +64,7 @@ def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int
         log.append(("parent", {"cmd": "room"}))
         return layout
 
-    timings = time_side_by_side(reference, candidate, 0, device, options, memory, False, room)
+    timings = time_side_by_side(reference, candidate, 0, device, options, memory, room)
     return timings, [(name, c) for name, c in log if name != "parent"]
 
 
@@ -173,8 +173,7 @@ def test_the_timing_is_laid_out_under_the_lock_before_any_command_and_its_layout
         return layout
 
     memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
-    timings = time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory,
-                                False, room)  # fmt: skip
+    timings = time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, room)
     assert log[0] == ("parent", {"cmd": "room"}) and len([c for _, c in log if c["cmd"] == "room"]) == 1
     times = [c for name, c in log if c["cmd"] == "time"]
     assert {(c["timing_sets"], c["held_on_device"]) for c in times} == {(3, False)}
@@ -282,7 +281,7 @@ def test_a_timing_shares_the_host_and_one_measured_alone_waits_for_every_other(t
     def timed(alone: bool):
         log = []
         reference, candidate = Process("reference", log), Process("candidate", log)
-        return time_side_by_side(reference, candidate, 0, "cuda", options, memory, False, lambda: layout, alone=alone)
+        return time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout, alone=alone)
 
     with host_lock(tmp_path):  # another GPU of the machine timing
         assert not timed(False)[1].alone

@@ -7,7 +7,7 @@ from evaluators.judge.result import EvalResult
 from evaluators.judge.strict import STRICT_TRIALS, Standing, clears, recheck_due, standing, strict_options
 
 
-def result(speedup: float, *codes: str, status: str = "correct", strict: bool = False, message: str = "") -> EvalResult:
+def result(speedup: float | None, *codes: str, status: str = "correct", strict: bool = False, message: str = ""):
     flagged = EvalResult(status=status, speedup=speedup, strict=strict, message=message)
     for code in codes:
         flagged.flag(code, f"{code} happened")
@@ -48,6 +48,14 @@ def test_a_strict_correct_result_not_set_aside_clears_and_its_measurement_counts
     first, strict = result(12.0, "beyond_plausible"), result(11.0, "beyond_plausible", strict=True)
     assert clears(first, strict)
     assert standing(first, strict) == Standing(measured=strict, set_aside=None, cleared=True, rechecked=True)
+
+
+def test_a_cleared_candidate_counts_the_lesser_of_its_two_speedups():
+    # The first's figure is the parent's where its timer was disputed: clearing says the flag did not come back.
+    first, strict = result(1.4, "timing_disputed"), result(3.0, strict=True)
+    assert standing(first, strict) == Standing(measured=first, set_aside=None, cleared=True, rechecked=True)
+    unmeasured = result(None, "timing_disputed")  # no figure to weigh: the strict one counts
+    assert standing(unmeasured, strict).measured is strict
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,10 @@ def batch_args(cassette: Path, out: Path) -> list[str]:
 def decided(out: Path) -> dict:
     """suite.json less what clocks decide: when it was written, wall times and measured speeds."""
     report = json.loads((out / "suite.json").read_text())
-    clocked = {"written_at", "wall_s", "speedup", "geomean_speedup", "roofline_fraction", "median_roofline_fraction"}
+    clocked = {
+        "written_at", "wall_s", "speedup", "speedup_band", "geomean_speedup", "roofline_fraction",
+        "median_roofline_fraction",
+    }  # fmt: skip
     drop = lambda part: {key: value for key, value in part.items() if key not in clocked}  # noqa: E731
     # Which candidate is best is measured too: on the CPU two close interpreter timings may swap it.
     rows = [drop(row) | {"message": re.sub(r"^best c\d+; ", "best ...; ", row["message"])} for row in report["rows"]]

@@ -12,7 +12,7 @@ from evaluators import EvalResult
 from graph import lab, quarantine
 from graph.lab import ARCHIVE_FILE
 from graph.suite_runs import suite_row
-from kernels.archive import Archive
+from kernels.archive import Archive, CandidateRecord
 from kernels.problem_types import SEEDS_DIR
 
 from .conftest import SHORT, cli, read_summary
@@ -23,6 +23,7 @@ BEYOND = ("beyond_plausible", "speedup 1972.0x is beyond the plausible 10x")
 
 def correct(speedup: float, *flags: tuple[str, str], strict: bool = False) -> EvalResult:
     result = EvalResult(status="correct", speedup=speedup, runtime_ms=1 / speedup, baseline_ms=1.0, strict=strict)
+    result.speedup_band = (0.95 * speedup, 1.05 * speedup)  # a speedup without a band is no gain over another
     for code, text in flags:
         result.flag(code, text)
     return result
@@ -73,7 +74,8 @@ def test_a_cheat_the_strict_run_catches_stays_out_of_best_base_and_headline(tmp_
     assert summary["best_id"] == "c0001" and [entry["id"] for entry in summary["set_aside"]] == ["c0002"]
     assert (run_dir / "best_kernel.py").read_text() == SEED
     report = (run_dir / "report.md").read_text()
-    assert "- best: c0001 at 0.5x over the PyTorch reference (1 set aside" in report
+    assert "- best: c0001 at 0.5x over the PyTorch reference (95 % noise band" in report
+    assert "(1 set aside by anti-cheat flags" in report
     assert "- c0002 (1972x as measured): speedup 1972.0x is beyond the plausible 10x" in report
     assert cheat.measured is cheat.eval
     row = suite_row("fused_residual_norm", run_dir, "not finished")
@@ -101,6 +103,7 @@ def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fak
     row = suite_row("fused_residual_norm", run_dir, "not finished")
     assert (row.speedup, row.set_aside, row.rechecked, row.cleared_by_strict) == (12.0, None, True, True)
     assert row.fast(2) and row.message.startswith("best c0002 (cleared by strict re-evaluation); ")
+    assert row.fast_significantly(2)  # the suite row carries the counted run's band
 
 
 def test_flags_no_strict_run_can_clear_cost_no_re_evaluation(monkeypatch):
@@ -126,3 +129,13 @@ def test_only_a_re_evaluation_that_says_it_was_strict_clears():
         "eval": None, "strict_eval": {}, "speedup": 0.9, "runtime_ms": 1 / 0.9, "set_aside": None,
         "cleared_by_strict": False,
     }  # fmt: skip
+
+
+def test_a_cleared_candidate_is_known_by_the_slower_of_its_two_runs():
+    # The first's figure is the parent's where its timer was disputed: a strict run that clears it counts no higher.
+    disputed = correct(1.4, ("timing_disputed", "its timer said 0.1 ms, the parent's clock 0.7 ms")).model_dump()
+    strict = correct(3.0, strict=True).model_dump()
+    fields = quarantine.record_fields(disputed, strict)
+    assert (fields["speedup"], fields["set_aside"], fields["cleared_by_strict"]) == (1.4, None, True)
+    record = CandidateRecord(id="c0001", source="", status="correct", **fields)
+    assert record.measured == record.eval and record.measured["speedup"] == 1.4 and record.measured["speedup_band"]

@@ -10,12 +10,16 @@ from graph.report import lineage_tree, write_report
 from kernels.archive import Archive, CandidateRecord
 
 
+def timing(speedup: float, **fields) -> dict:
+    """An evaluation's figures as the archive keeps them, with the noise band every timed speedup carries."""
+    return {"timing": "interpreter", "baseline_ms": 0.2, "speedup_band": [0.9 * speedup, 1.1 * speedup]} | fields
+
+
 def _archive(path):
     archive = Archive(path / "archive.jsonl")
-    timing = {"timing": "interpreter", "baseline_ms": 0.2}
     archive.add(CandidateRecord(id="c0000", source="ref", status="reference", speedup=1.0, runtime_ms=0.2))
     archive.add(
-        CandidateRecord(id="c0001", parent_id="c0000", source="seed", status="seed", speedup=0.001, eval=timing)
+        CandidateRecord(id="c0001", parent_id="c0000", source="seed", status="seed", speedup=0.001, eval=timing(0.001))
     )
     experiment = {"title": "fuse", "expected_speedup_min": 1.5, "expected_speedup_max": 3}
     archive.add(
@@ -28,7 +32,7 @@ def _archive(path):
             speedup=0.003,
             experiment=experiment,
             debug_attempts=1,
-            eval=timing,
+            eval=timing(0.003),
         )
     )
     archive.add(
@@ -88,7 +92,8 @@ def test_a_candidate_set_aside_is_listed_with_its_reason_and_never_the_headline(
     assert summary["set_aside"] == [{"id": "c0004", "speedup": 1972.0, "reason": reason}]
     assert summary["cleared_by_strict"] == ["c0005"]
     report = (tmp_path / "report.md").read_text()
-    assert "- best: c0002 at 0.003x over the PyTorch reference (1 set aside by anti-cheat flags" in report
+    assert "- best: c0002 at 0.003x over the PyTorch reference (95 % noise band" in report
+    assert "no gain) (1 set aside by anti-cheat flags" in report
     assert f"- c0004 (1972x as measured): {reason}" in report
     assert "Cleared by a strict re-evaluation: c0005" in report
     assert "c0004 [correct, 1972x, set aside] memoize on data_ptr" in report
@@ -149,15 +154,14 @@ def test_the_headline_gives_the_speedup_over_torch_compile_when_it_was_measured(
     archive.add(
         CandidateRecord(
             id="c0004", parent_id="c0002", iteration=2, source="faster", status="correct", speedup=0.004,
-            experiment={"title": "tile"}, eval={"timing": "interpreter", "speedup_vs_compile": 0.5},
+            experiment={"title": "tile"}, eval=timing(0.004, speedup_vs_compile=0.5),
         )
     )  # fmt: skip
     write_report(tmp_path, {"problem": "p", "device": "cpu", "iteration": 2}, RunContext(compile_baseline=True))
     assert json.loads((tmp_path / "summary.json").read_text())["best_speedup_vs_compile"] == 0.5
-    assert (
-        "- best: c0004 at 0.004x over the PyTorch reference, 0.5x over torch.compile"
-        in (tmp_path / "report.md").read_text()
-    )
+    report = (tmp_path / "report.md").read_text()
+    assert "- best: c0004 at 0.004x over the PyTorch reference (95 % noise band" in report
+    assert "changes inside it are no gain), 0.5x over torch.compile" in report
 
 
 def test_each_iteration_says_what_was_taken_from_its_reference(tmp_path):

@@ -72,6 +72,10 @@ def test_a_run_stops_at_speed_of_light_and_says_so(tmp_path, monkeypatch):
             result.roofline = Roofline(
                 flops=1, bytes=1, dtype="bf16", achieved_tflops=1, achieved_gbps=1, fraction=0.97
             )
+            # A gain beyond any noise: on a loaded 2-core machine the interpreter's own band may not clear the seed's.
+            result.speedup *= 100
+            result.speedup_band = tuple(edge * 100 for edge in result.speedup_band)
+            result.significant = True
         return result
 
     monkeypatch.setattr(evaluators, "evaluate", near_the_roof)

@@ -1,15 +1,18 @@
 """Red team: the parent's clock on a GPU, on the parent's side (its arithmetic, checked on the CPU).
 
-A strict run on a GPU times min(reps, retained) = 4 repetitions a side, so every output can be held: one block each
-(judge/timing_plan.py, repetitions and block_count). The parent's allowance for a timer (judge/wall.py) spreads a
-fixed 1 ms of jitter over the repetitions, 0.25 ms a call with four, against 0.002 ms with the 500 a first run of a
-0.2 ms kernel has; and one block a side draws no noise band at all. A forger that claims the same figure in both runs,
-0.25 ms under what its calls take, is disputed in the first (set aside, so due one strict run) and believed in the
-strict one, which then clears it and is counted. This drives the real time_side_by_side with fake processes whose
-spans are what an honest 0.2 ms kernel's would be, as tests/evaluators/test_side_by_side.py does.
+A strict run on a GPU used to time min(reps, retained) = 4 repetitions a side, so every output could be held: one
+block each. The parent's allowance for a timer (judge/wall.py) spreads a fixed 1 ms of jitter over the repetitions,
+0.25 ms a call with four, against 0.002 ms with the 500 a first run of a 0.2 ms kernel has; and one block a side draws
+no noise band at all. A forger that claimed the same figure in both runs, 0.25 ms under what its calls take, was
+disputed in the first (set aside, so due one strict run) and believed in the strict one, which then cleared it and was
+counted. A strict run is now timed as the first is (judge/timing_plan.py, repetitions). This drives the real
+time_side_by_side with fake processes whose spans are what an honest 0.2 ms kernel's would be, as
+tests/evaluators/test_side_by_side.py does.
 
 The last test gives the forger a span without the cache flush, which its process can skip (the flush's size is job
-data; test_redteam_shared.py shows a CPU worker timed with it at 0): the floor then drops by the flush's length.
+data; test_redteam_shared.py shows a CPU worker timed with it at 0): the floor then drops by the flush's length. It
+stays xfail: those spans and times are exactly an honest kernel's that is faster by the flush's length, so no rule on
+the parent's clock tells the two apart (docs/CONTRACTS.md, "Harness work the candidate skips or overlaps").
 """
 
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ import pytest
 from evaluators import EvalOptions
 from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.strict import clears, recheck_due
+from evaluators.judge.strict import clears, recheck_due, standing
 from evaluators.judge.timing_plan import time_side_by_side
 
 FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
@@ -68,9 +71,9 @@ def judged(tmp_path, strict: bool, candidate: Process | None = None) -> EvalResu
     memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}], "retained": 4}
     layout = {"side_by_side": True, "timing_sets": 2, "retained": 4, "retained_on_device": True}
     reference, candidate = Process(REFERENCE_MS, REFERENCE_MS), candidate or Process(REAL_MS, FORGED_MS)
-    timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, strict, lambda: layout)
+    timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout)
     if wall.judge_timing(timings[1], timings[0]).disputed:  # evaluate() times a disputed shape again
-        timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, strict, lambda: layout)
+        timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout)
     reference_timing, timing = timings
     result = EvalResult(status="correct", device="cuda", strict=strict)
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
@@ -88,25 +91,25 @@ def test_the_first_run_disputes_the_forged_timer_and_uses_the_parents_figure(tmp
     assert recheck_due(first)  # set aside, and due its one strict re-evaluation
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a strict run on a GPU times 4 repetitions in one block a side, and wall.slack_ms allows 1 ms / reps "
-    "(0.25 ms a call) of jitter, so the same forged timer the first run disputed is believed, cleared and counted",
-)
 def test_the_strict_run_does_not_believe_the_timer_the_first_run_disputed(tmp_path, cuda_lock):
     first, strict = judged(tmp_path, strict=False), judged(tmp_path, strict=True)
-    assert strict.reps == 4  # every output held: one block of four
+    assert strict.reps == first.reps  # timed as the first: its allowance no looser
     assert not clears(first, strict), (strict.runtime_ms, strict.speedup, [f.code for f in strict.flags])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: one block a side draws no band (bands.shape_band needs two pairs), so a strict run's speedup has "
-    "none, and agents.population.gain_over then compares its figure alone: the noise rule is skipped",
-)
 def test_a_strict_runs_speedup_still_has_a_noise_band(tmp_path, cuda_lock):
-    strict = judged(tmp_path, strict=True)
-    assert strict.speedup_band is not None
+    first, strict = judged(tmp_path, strict=False), judged(tmp_path, strict=True)
+    assert first.speedup_band is not None and strict.speedup_band is not None
+
+
+def test_an_honest_strict_run_clears_and_counts_the_lesser_of_the_two_figures(tmp_path, cuda_lock):
+    honest = Process(REAL_MS, REAL_MS)
+    first = judged(tmp_path, strict=False, candidate=honest)
+    first.flag("beyond_plausible", "set aside for its strict run")  # as a first run of a large speedup would be
+    strict = judged(tmp_path, strict=True, candidate=honest)
+    assert clears(first, strict) and not strict.flags
+    held = standing(first, strict)
+    assert held.measured.speedup == min(first.speedup, strict.speedup) and held.measured.speedup_band is not None
 
 
 FLUSH_MS = 0.17  # the 512 MB flush's share of the harness's work per repetition on an H100
@@ -114,11 +117,22 @@ FLUSH_MS = 0.17  # the 512 MB flush's share of the harness's work per repetition
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open: the parent's floor is the candidate's span less the reference's harness work per repetition; a "
+    reason="bounded: the parent's floor is the candidate's span less the reference's harness work per repetition; a "
     "candidate that skips the cache flush in its own process (job['flush_mb'] = 0, see test_redteam_shared.py) "
-    "lowers its floor by the flush's length, so a first run believes a timer 4x below the real call",
+    "lowers its floor by the flush's length, so a first run believes a timer 4x below the real call; its spans and "
+    "times are an honest kernel's faster by that length, so closing it needs the flush out of the candidate's hands",
 )
 def test_skipping_the_flush_does_not_lower_the_parents_floor(tmp_path, cuda_lock):
     skipper = Process(REAL_MS, FORGED_MS, harness_ms=HARNESS_MS - FLUSH_MS)  # its calls as slow, cold or not
     first = judged(tmp_path, strict=False, candidate=skipper)
     assert [f.code for f in first.flags] == ["timing_disputed"], (first.runtime_ms, first.speedup)
+
+
+def test_a_flush_skipper_reads_to_the_parents_clock_as_an_honest_kernel_faster_by_the_flush(tmp_path, cuda_lock):
+    # Why the test above stays xfail: what the parent sees of the two (spans, and the times each process reports)
+    # is the same, so a rule that disputed the skipper would dispute the honest kernel too.
+    skipper = Process(REAL_MS, REAL_MS - FLUSH_MS, harness_ms=HARNESS_MS - FLUSH_MS)
+    honest = Process(REAL_MS - FLUSH_MS, REAL_MS - FLUSH_MS)
+    seen = [judged(tmp_path, strict=False, candidate=side) for side in (skipper, honest)]
+    assert [r.flags for r in seen] == [[], []]
+    assert seen[0].runtime_ms == pytest.approx(seen[1].runtime_ms) == pytest.approx(REAL_MS - FLUSH_MS)
