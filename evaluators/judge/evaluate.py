@@ -34,7 +34,7 @@ from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
 from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
-from evaluators.worker.device_lock import LockTimeout, device_key, device_lock
+from evaluators.worker.device_lock import LockTimeout, device_key, device_lock, host_lock
 from evaluators.worker.trial_seeds import trial_plan
 from kernels.bundle import pack_problem
 from kernels.problem import load_problem
@@ -210,7 +210,8 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
     for i, shape in enumerate(shapes):
         if i:
             ask({"cmd": "build", "shape": i}, "built", "build")
-        outputs = ask({"cmd": "trials", "shape": i, "seed": result.trial_seed}, "outputs", "correctness")
+        with host_lock(options.cache_dir):  # its first calls of its kernels: never beside another GPU's timing
+            outputs = ask({"cmd": "trials", "shape": i, "seed": result.trial_seed}, "outputs", "correctness")
         if not isinstance(outputs.meta.get("modified_inputs"), dict):
             raise Stopped(_broken(candidate, result, "outputs without the in-place check"))
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
@@ -249,9 +250,9 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
             reference_timing, timing = _timed(ask, reference, i, options)
             waited = timing.lock_wait_s
             if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
-                # A disputed timing is measured again, the reference's with it, with the machine's other GPUs
-                # quiet: their work's noise passes, a forger's timer says the same twice.
-                reference_timing, timing = _timed(ask, reference, i, options, alone=True)
+                # A disputed timing is measured again, the reference's with it: a passing episode's noise passes,
+                # a forger's timer says the same twice.
+                reference_timing, timing = _timed(ask, reference, i, options)
                 waited += timing.lock_wait_s
         except LockTimeout as exc:
             # Any process of the user can keep the lock, another evaluation's candidate included: the wait running
@@ -312,7 +313,7 @@ def _waited(get, reference, result: EvalResult, together: bool):
         result.stages["reference"] = result.stages.get("reference", 0.0) + time.perf_counter() - waited
 
 
-def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False):
+def _timed(ask, reference, shape: int, options: EvalOptions):
     """(the reference's timing, the candidate's) at one shape; a malformed candidate reply breaks the protocol.
 
     Raises NoRoomToTime where the device has too little memory free even once the harness's idle workers ended.
@@ -322,7 +323,6 @@ def _timed(ask, reference, shape: int, options: EvalOptions, alone: bool = False
         lambda command, event: ask(command, event, "timing"),
         ask.candidate.paused,
         lambda: device_room.make_room(ask.result.device),
-        alone,
     )
     why = _malformed_timing(timing)
     if why:

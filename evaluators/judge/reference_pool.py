@@ -23,6 +23,7 @@ from evaluators.judge.process import Reply, WorkerFailure, close_together
 from evaluators.judge.reference_cache import ReferenceCache
 from evaluators.judge.timing_plan import ShapeTiming, time_side_by_side
 from evaluators.judge.toolchain import device_kind, same_gpu, toolchain_key
+from evaluators.worker.device_lock import host_lock
 from evaluators.worker.memory import RESERVE_BYTES
 from kernels.problem_types import Problem, ProblemError, Shape
 
@@ -115,7 +116,8 @@ class ReferenceWorker:
             self._ready.set_result({"memory": memory})
             return
         try:
-            meta = self.request({"cmd": "expect"}, "ready", "reference").meta
+            with host_lock(self.options.cache_dir):  # its first calls of the problem's kernels: never beside a timing
+                meta = self.request({"cmd": "expect"}, "ready", "reference").meta
             if self.sizes_from_cache and memory.get("sizes") != meta["sizes"]:
                 # Sizes from the cache that real tensors contradict: an entry made stale or written by someone else.
                 self.cache.store(sizes=meta["sizes"])
@@ -184,13 +186,11 @@ class ReferenceWorker:
     def _room_command(self, shape: int, settle: bool) -> dict:
         return {"cmd": "room", "shape": shape, "settle": settle}
 
-    def time_beside(self, shape: int, candidate_call, quiet, make_room,
-                    alone: bool = False) -> tuple[ShapeTiming, ShapeTiming]:  # fmt: skip
+    def time_beside(self, shape: int, candidate_call, quiet, make_room) -> tuple[ShapeTiming, ShapeTiming]:
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
-        context in which the candidate's processes are stopped, around each of the reference's commands; `alone`, with
-        nothing timed or started on the machine's other GPUs meanwhile. The
+        context in which the candidate's processes are stopped, around each of the reference's commands. The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
         for, are measured once per shape and kept. The timing is laid out on the device's free memory read just
@@ -221,7 +221,7 @@ class ReferenceWorker:
         with self.lock:
             return time_side_by_side(
                 call, candidate_call, shape, self.device, self.options, memory, room,
-                compiled if self.options.compile_baseline else None, alone,
+                compiled if self.options.compile_baseline else None,
             )  # fmt: skip
 
     @property

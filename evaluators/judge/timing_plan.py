@@ -224,20 +224,21 @@ def _rehearse_reference(reference: Side) -> float:
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      room, compiled=None, alone: bool = False):  # fmt: skip
+                      room, compiled=None):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
     timing out (a TimingLayout's fields) once the lock is held: no other evaluation's timing tensors come or go on
     the device until it is done. `compiled(side)`, if given, times torch.compile(reference) once the reference is
-    warm (the reference's Side: its warm-up count and seed). `alone`: with no timing or worker start on any other
-    GPU of this machine meanwhile.
+    warm (the reference's Side: its warm-up count and seed). It runs with the host's lock held alone: no timing,
+    worker start or first calls of a problem's kernels on any other GPU of this machine meanwhile
+    (worker/device_lock.py says why).
     """
     sketch_key = secrets.randbits(62)
     waited = time.perf_counter()
     with (
         device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
-        host_lock(options.cache_dir, alone) as had_host,
+        host_lock(options.cache_dir, alone=True) as had_host,
     ):
         waited = time.perf_counter() - waited
         layout = room()
@@ -274,7 +275,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for b, run in enumerate(runs):
                 candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
         candidate_timing = candidate.finish(reference=False)
-        candidate_timing.lock_wait_s, candidate_timing.alone = waited, alone and had_host
+        candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
     reference_timing.layout = candidate_timing.layout = layout
