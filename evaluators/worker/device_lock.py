@@ -4,11 +4,13 @@ The parent holds it around the timing commands it sends (so its clock around a c
 the lock); the profiler while it replays kernels. A starting worker holds it shared while it opens its CUDA context:
 contexts open side by side, never while someone times.
 
-The host lock spans the machine's GPUs. Every timing and every starting worker holds it shared, after its device's
-lock; a timing that must run with the host quiet (a disputed timing measured again) holds it alone. On 4 H100s of
-one host, 3 to 8 of 60 honest evaluations were disputed with 4 running at once and none with 1: the parent's
-clock saw several milliseconds per call that the device did not, from work on the other GPUs
-(docs/BENCHMARKS.md, "Past one GPU").
+The host lock spans the machine's GPUs. Every timing holds it alone, after its device's lock; a starting worker, a
+candidate's correctness trials and the reference's expected outputs (a process's first calls of a problem's kernels)
+hold it shared. With timings of two GPUs side by side, KernelBench level 2's first 50 problems, each its own
+reference as candidate, read 0.56-1.21x of themselves on 2 H100s, against 0.989-1.031x on one GPU of the same machine;
+with the lock held alone, 0.931-1.058x (docs/BENCHMARKS.md, "KernelBench levels in batch"). Other GPUs' timings
+and kernel loading wait meanwhile, so several GPUs gain little on a suite whose time is mostly timing
+(docs/CLUSTER.md).
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None
 
 @contextmanager
 def host_lock(cache_dir: Path, alone: bool = False, wait_s: float | None = None):
-    """Shared by timings and starting workers on every GPU of this machine; `alone`, held by one with none of them.
+    """Shared by starting workers and first calls on every GPU of this machine; `alone`, by a timing, with none of them.
 
     Yields whether it was had within `wait_s` (HOST_WAIT_S by default). A legitimate holder keeps it for one shape's
-    timing or one context's start, seconds. Past the wait, the holder is taken for a process that keeps it on purpose
-    (a candidate can open the file too), and the caller goes on without it: the lock only makes a retime quieter, so
-    no verdict waits on it. One waiting to be alone keeps the turnstile, so holders that come after it wait behind
-    it: a steady stream of timings on the other GPUs never starves it.
+    timing, one context's start or one shape's first calls, seconds. Past the wait, the holder is taken for a process
+    that keeps it on purpose (a candidate can open the file too, or hang in its trials), and the caller goes on
+    without it: the lock only makes a timing quieter, so no verdict waits on it. One waiting to be alone keeps the
+    turnstile, so holders that come after it wait behind it: a steady stream of first calls on the other GPUs never
+    starves a timing.
     """
     wait_s = HOST_WAIT_S if wait_s is None else wait_s
     deadline, held = _deadline(wait_s), ExitStack()
