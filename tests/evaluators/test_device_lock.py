@@ -106,10 +106,10 @@ def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the
             time.sleep(0.5)
 
 
-def test_timings_on_several_gpus_share_the_host_and_one_alone_waits_for_them(tmp_path):
+def test_first_calls_on_several_gpus_share_the_host_and_a_timing_waits_for_them(tmp_path):
     from evaluators.worker.device_lock import host_lock
 
-    with host_lock(tmp_path) as first, host_lock(tmp_path) as second:  # two GPUs timing at once
+    with host_lock(tmp_path) as first, host_lock(tmp_path) as second:  # two GPUs loading a problem's kernels
         assert first and second
         with host_lock(tmp_path, alone=True, wait_s=0.2) as alone:
             assert not alone
@@ -134,14 +134,14 @@ def test_a_process_that_keeps_the_host_lock_delays_a_timing_by_the_wait_alone(tm
             assert not had
 
 
-def test_one_waiting_to_be_alone_is_not_starved_by_timings_that_come_after_it(tmp_path):
+def test_a_timing_waiting_to_be_alone_is_not_starved_by_first_calls_that_come_after_it(tmp_path):
     import threading
 
     from evaluators.worker.device_lock import host_lock
 
     order, first_in = [], threading.Event()
 
-    def timing(name, hold_s):
+    def first_calls(name, hold_s):
         with host_lock(tmp_path):
             order.append(name)
             first_in.set()
@@ -151,14 +151,52 @@ def test_one_waiting_to_be_alone_is_not_starved_by_timings_that_come_after_it(tm
         with host_lock(tmp_path, alone=True):
             order.append("alone")
 
-    earlier = threading.Thread(target=timing, args=("earlier", 0.5))
+    earlier = threading.Thread(target=first_calls, args=("earlier", 0.5))
     earlier.start()
     first_in.wait()
     waiting = threading.Thread(target=alone)
     waiting.start()
-    time.sleep(0.1)  # it now waits for the earlier timing, holding the turnstile
-    later = threading.Thread(target=timing, args=("later", 0))
+    time.sleep(0.1)  # it now waits for the earlier first calls, holding the turnstile
+    later = threading.Thread(target=first_calls, args=("later", 0))
     later.start()
     for thread in (earlier, waiting, later):
         thread.join(timeout=10)
     assert order == ["earlier", "alone", "later"]
+
+
+def test_first_calls_hold_the_host_shared_and_timings_alone(cache_dir, monkeypatch):
+    """The candidate's trials and the reference's expected outputs never run beside another GPU's timing."""
+    import threading
+    from contextlib import contextmanager
+
+    from evaluators import EvalOptions, evaluate
+    from evaluators.judge import evaluate as evaluate_module
+    from evaluators.judge import process, reference_pool, timing_plan
+    from kernels.problem import load_problem
+    from tests.evaluators.conftest import PROBLEM, candidate
+
+    log, real_call = [], process.Worker.call
+
+    def note(event):  # the reference prepares in a thread of its own: each thread's events in order
+        log.append((threading.get_ident(), event))
+
+    @contextmanager
+    def recorded(cache_dir, alone=False, wait_s=None):
+        note("[alone" if alone else "[shared")
+        yield True
+        note("]")
+
+    def call(self, command, event, stage):
+        note(command["cmd"])
+        return real_call(self, command, event, stage)
+
+    for module in (evaluate_module, reference_pool, timing_plan):
+        monkeypatch.setattr(module, "host_lock", recorded)
+    monkeypatch.setattr(process.Worker, "call", call)
+    result = evaluate(load_problem(PROBLEM), candidate("torch_only"), "cpu", EvalOptions(cache_dir=cache_dir))
+    assert result.status == "correct", result.message
+    threads = {ident: " ".join(e for i, e in log if i == ident) for ident, _ in log}
+    spans = " | ".join(threads.values())
+    assert "[shared expect ]" in spans and "[shared trials ]" in spans, spans
+    timed = spans[spans.index("[alone") : spans.index("]", spans.index("[alone"))]
+    assert "time" in timed and "[shared" not in timed, spans
