@@ -10,7 +10,8 @@ Prints one row per level: problems judged of those selected, correct, set aside 
 noise band excludes 1.0: an honest evaluator says none), the share of timed problems whose band's half-width is at
 most 2 %, the median half-width and the median of the process floor the bands hold (judge/bands.py), the extreme
 speedups, and the wall time; then the failures, flags, significant speedups and the five slowest evaluations of each
-level. Each level's suite.json and journal stay under --out.
+level. Each level's suite.json and journal stay under --out. Level 4 is left out: its problems load model weights from
+a hub, which the machines measured on cannot reach.
 """
 
 from __future__ import annotations
