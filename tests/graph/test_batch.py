@@ -65,6 +65,8 @@ def test_an_interrupted_batch_run_again_ends_as_a_clean_one(tmp_path, monkeypatc
     cassette, clean, out = tmp_path / "cassette.json", tmp_path / "clean", tmp_path / "out"
     write_cassette(cassette, iterations=2)
     assert batch.main(batch_args(cassette, clean)) == 0
+    # The clean run is the yardstick: a problem it could not judge (the machine's failure) says why here.
+    assert all(row["status"] != "not_judged" for row in rows(clean).values()), rows(clean)
 
     # SIGINT to the batch alone (as `kill -INT`; a terminal's Ctrl-C too: its runs have sessions of their own) once
     # the first run has measured its starting point: the batch passes it on, the run saves what it finished.
