@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import multiprocessing.connection
+import os
 import queue
 import re
+import signal
 import socket
 import threading
 from collections import Counter
@@ -142,7 +145,9 @@ class SlotProcess:
 
     The process keeps the GPU's warm references and spares between evaluations, as a Ray slot does. Spawned, not
     forked: the executor's process has threads. One that dies under an evaluation (killed, out of memory) is the
-    machinery's failure: InfrastructureError, and the next evaluation starts a new process.
+    machinery's failure: InfrastructureError, and the next evaluation starts a new process. It leaves Ctrl-C to the
+    executor's process, and ends once that process is gone (killed too), so no slot keeps its GPU's workers after a
+    stop; their orphan guards then end them.
     """
 
     def __init__(self, device: str):
@@ -151,7 +156,9 @@ class SlotProcess:
 
     def evaluate(self, problem: Problem, source: str, options: EvalOptions | None) -> EvalResult:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=_slot_started
+            )
         try:
             return self._pool.submit(_evaluate, problem, source, self.device, options).result()
         except BrokenProcessPool:
@@ -161,6 +168,21 @@ class SlotProcess:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _slot_started() -> None:
+    """In a slot process: SIGINT ignored, and a thread that ends the process once the executor's process is gone.
+
+    A pool's idle worker waits on a queue whose writing end it holds itself, so without this it would wait forever.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True, name="ks-slot-parent").start()
+
+
+def _end_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _evaluate(problem: Problem, source: str, device: str, options: EvalOptions | None) -> EvalResult:

@@ -95,3 +95,41 @@ def test_a_slot_process_judges_outside_this_process_and_its_death_is_not_judged(
         assert slot.evaluate(load_problem(PROBLEM), candidate("torch_only"), options).status == "correct"
     finally:
         slot.close()
+
+
+SLOT_OWNER = """
+import sys, time
+from evaluators import EvalOptions
+from evaluators.executors.local import SlotProcess
+from kernels.problem import load_problem
+slot = SlotProcess("cpu")
+options = EvalOptions(timing=False, cache_dir=sys.argv[3])
+slot.evaluate(load_problem(sys.argv[1]), open(sys.argv[2]).read(), options)
+print(*slot._pool._processes, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_slot_process_ends_once_the_executors_process_is_killed(tmp_path, cache_dir):
+    candidate_file = tmp_path / "candidate.py"
+    candidate_file.write_text(candidate("torch_only"))
+    owner = subprocess.Popen([sys.executable, "-c", SLOT_OWNER, str(PROBLEM), str(candidate_file), str(cache_dir)],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        slot = int(owner.stdout.readline())
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(slot) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(slot), "the slot process outlived the executor's process"
+    finally:
+        owner.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its entry waits to be reaped
