@@ -37,6 +37,17 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def first_run_counts(first: float | None, strict: float | None) -> bool:
+    """Of a candidate a strict re-evaluation cleared, whether its first run's speedup counts: the lesser one does.
+
+    Each figure is what its own run's clock vouched for, and clearing says no flag came back, not that the first
+    figure was wrong: the first's is the parent's where its timer was disputed. Kept as the better of two, a flag would
+    buy a second draw of the noise. The strict run's counts where either has none. evaluators.judge.strict decides by
+    this rule too.
+    """
+    return first is not None and strict is not None and first < strict
+
+
 class CandidateRecord(BaseModel):
     """One candidate kernel and what became of it."""
 
@@ -65,14 +76,11 @@ class CandidateRecord(BaseModel):
 
     @property
     def measured(self) -> dict:
-        """The evaluation whose figures count (`speedup` is its): `eval`, or where a strict run cleared it, the slower.
-
-        The rule of evaluators.judge.strict.standing, written again here: kernels imports nothing of ours.
-        """
+        """The evaluation whose figures count (`speedup` is its): `eval`, or the slower of two (first_run_counts)."""
         if not (self.cleared_by_strict and self.strict_eval):
             return self.eval
-        first, strict = self.eval.get("speedup"), self.strict_eval.get("speedup")
-        return self.eval if first is not None and strict is not None and first < strict else self.strict_eval
+        first_counts = first_run_counts(self.eval.get("speedup"), self.strict_eval.get("speedup"))
+        return self.eval if first_counts else self.strict_eval
 
     @property
     def is_eligible(self) -> bool:

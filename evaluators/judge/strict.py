@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from evaluators.judge.flags import strict_can_clear
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
+from kernels.archive import first_run_counts
 
 STRICT_TRIALS = 5  # the loop's and the batch's evaluations run 3 correctness trials by default
 
@@ -50,21 +51,9 @@ class Standing:
 def standing(first: EvalResult, strict: EvalResult | None = None) -> Standing:
     """The candidate's standing after its first evaluation and, where one ran, its strict re-evaluation."""
     cleared = clears(first, strict)
-    measured = _slower(first, strict) if cleared else first
+    measured = (first if first_run_counts(first.speedup, strict.speedup) else strict) if cleared else first
     reason = None if cleared or not first.set_aside else _why(first, strict)
     return Standing(measured=measured, set_aside=reason, cleared=cleared, rechecked=strict is not None)
-
-
-def _slower(first: EvalResult, strict: EvalResult) -> EvalResult:
-    """Of a cleared candidate's two runs, the one with the lesser speedup (the strict one where either has none).
-
-    Each figure is what its own run's clock vouched for, and clearing says no flag came back, not that the first
-    figure was wrong: the first's is the parent's where its timer was disputed. Kept as the better of two, a flag would
-    buy a second draw of the noise.
-    """
-    if first.speedup is not None and strict.speedup is not None and first.speedup < strict.speedup:
-        return first
-    return strict
 
 
 def _why(first: EvalResult, strict: EvalResult | None) -> str:
