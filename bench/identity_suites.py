@@ -43,21 +43,21 @@ def judge_level(kernelbench: Path, level: int, problems: str, device: str, out: 
     except subprocess.TimeoutExpired:
         finished = False
     wall = time.perf_counter() - started
+    journal = results / "results.jsonl"
+    lines = journal.read_text().splitlines() if journal.exists() else []
+    entries = [json.loads(line) for line in lines if line.strip()]
     if (results / "suite.json").exists():
         report = json.loads((results / "suite.json").read_text())
     else:  # stopped at the budget: the verdicts reached so far, from the batch's journal
-        lines = (results / "results.jsonl").read_text().splitlines() if (results / "results.jsonl").exists() else []
-        entries = [json.loads(line) for line in lines if line.strip()]
         # A rechecked candidate has two lines (its first result, then with its strict one): the last one counts.
         report = {"rows": list({entry["row"]["key"]: entry["row"] for entry in entries}.values())}
-    return {"report": report, "wall_s": wall, "finished": finished, "journal": journal(results / "results.jsonl")}
+    return {"report": report, "wall_s": wall, "finished": finished, "journal": journal_facts(entries)}
 
 
-def journal(path: Path) -> dict:
+def journal_facts(entries: list[dict]) -> dict:
     """From the batch's journal, per problem: its evaluation's seconds and the widest process floor of its shapes."""
-    lines = path.read_text().splitlines() if path.exists() else []
     facts = {}
-    for entry in map(json.loads, filter(str.strip, lines)):
+    for entry in entries:
         result = entry["strict"] or entry["result"]
         floors = [s["process_floor"] for s in result.get("shapes", []) if s.get("process_floor") is not None]
         seconds = result.get("stages", {}).get("total")
