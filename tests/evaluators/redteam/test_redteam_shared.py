@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -117,28 +118,43 @@ def test_a_poisoned_reference_cache_does_not_stop_the_next_honest_candidate(own_
     assert honest.status == "correct", honest.message
 
 
-def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
-    other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch or on another GPU
-    other.parent.mkdir()
-    shutil.copy(PROBLEM, other)
-    held = options.cache_dir / "turnstile-held"
+@contextmanager
+def lock_holder(own_problem: Path, options: EvalOptions, name: str, held: str):
+    """The attack `name` evaluated in a thread while the block runs; yields its future, done once the block ends.
+
+    The block starts once the attacker holds its locks (it writes `held` in the cache directory) and, leaving, tells
+    it to let go.
+    """
     holder = concurrent.futures.ThreadPoolExecutor(1)
     attacker = holder.submit(
-        evaluate, load_problem(own_problem), attack("hold_timing_lock"), "cpu",
-        options.model_copy(update={"lock_timeout_s": 2.0}),
-    )  # fmt: skip
+        evaluate, load_problem(own_problem), attack(name), "cpu", options.model_copy(update={"lock_timeout_s": 2.0})
+    )
     try:
         deadline = time.monotonic() + 60
-        while not held.exists() and time.monotonic() < deadline:
+        while not (options.cache_dir / held).exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert held.exists(), "the attacker never took the lock"
-        # An honest candidate of another problem, evaluated meanwhile (a short lock timeout stands for the default).
-        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
+        assert (options.cache_dir / held).exists(), f"the attacker ({name}) never took the lock"
+        yield attacker
     finally:
         options.cache_dir.mkdir(parents=True, exist_ok=True)
         (options.cache_dir / "release").write_text("")  # the attacker's hold ends
         attacker.result(timeout=600)
         holder.shutdown()
+
+
+def another_problem(tmp_path: Path) -> Path:
+    """A copy of the problem under another path: its own reference, as in a batch or on another GPU."""
+    other = tmp_path / "other" / PROBLEM.name
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    return other
+
+
+def test_a_candidate_holding_the_timing_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
+    other = another_problem(tmp_path)
+    with lock_holder(own_problem, options, "hold_timing_lock", "turnstile-held"):
+        # An honest candidate of another problem, evaluated meanwhile (a short lock timeout stands for the default).
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"lock_timeout_s": 5.0}))
     assert honest.status == "correct", honest.message
 
 
@@ -396,29 +412,13 @@ def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, optio
 
 
 def test_a_candidate_holding_a_device_lock_does_not_time_out_another_evaluation(tmp_path, own_problem, options):
-    other = tmp_path / "other" / PROBLEM.name  # another problem: its own reference, as in a batch
-    other.parent.mkdir()
-    shutil.copy(PROBLEM, other)
-    held = options.cache_dir / "device-locks-held"
+    other = another_problem(tmp_path)
     honest_options = options.model_copy(update={"lock_timeout_s": 5.0})  # a short lock timeout stands for the default
-    holder = concurrent.futures.ThreadPoolExecutor(1)
-    attacker = holder.submit(
-        evaluate, load_problem(own_problem), attack("hold_device_lock"), "cpu",
-        options.model_copy(update={"lock_timeout_s": 2.0}),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not held.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert held.exists(), "the attacker never took the locks"
+    with lock_holder(own_problem, options, "hold_device_lock", "device-locks-held") as attacker:
         # Its wait runs out: not judged, so a batch or a resumed run judges it again; never the candidate's `timeout`.
         with pytest.raises(EnvironmentFailure, match=r"^not judged: the device's timing lock \(.*cpu\.lock\) was held"):
             evaluate(load_problem(other), CONTROL, "cpu", honest_options)
-    finally:
-        options.cache_dir.mkdir(parents=True, exist_ok=True)
-        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
-        own = attacker.result(timeout=600)
-        holder.shutdown()
+    own = attacker.result()
     # The attacker's own timing waits for the locks its process keeps: they come free once it is killed, so that
     # wait is its verdict.
     assert own.status == "timeout" and own.message.endswith("by the candidate's own process"), own.message
