@@ -1,8 +1,10 @@
 """evaluate(): the cascade of static checks, build, correctness and timing per shape, each stage under a timeout.
 
 A warm reference worker (reference_pool) holds the reference's outputs for every shape and trial and its timings;
-a fresh candidate worker runs the candidate, one command at a time. The candidate leaves its outputs as files or
-device handles, shape by shape; the reference, which never runs candidate code, compares them on its own device.
+a fresh candidate worker runs the candidate, one command at a time. The candidate hands its outputs over in sealed
+memory files (of tensors, or of device handles), shape by shape, and names their descriptors in its reply; the
+reference, which never runs candidate code, opens them through the candidate's process and compares them on its own
+device.
 Each benchmark shape is then timed on inputs drawn from a nonce the parent reveals with the command; the parent's
 own clock around that command bounds what the candidate's timer may claim (judge/wall.py), and every timed
 repetition's output is checked, by sketch, by the reference on the very inputs it was given.
@@ -11,13 +13,9 @@ repetition's output is checked, by sketch, by the reference on the very inputs i
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
-import shutil
-import tempfile
 import time
 from contextlib import ExitStack
-from pathlib import Path
 
 from evaluators.judge import device_room, problem_files, process, spares, verdicts, wall
 from evaluators.judge.options import EvalOptions
@@ -42,7 +40,6 @@ from kernels.problem_types import Problem
 
 __all__ = ["EnvironmentFailure", "evaluate"]
 
-SHM = Path("/dev/shm")
 LOCK_FREED_S = 2.0  # seconds a killed candidate's timing lock is given to come free (its files closed as it ends)
 
 # The options a worker reads from its job: timing budgets, tolerances, and the largest output file it may read.
@@ -201,10 +198,7 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
             return verdicts.finish(result, "does_not_fit", f"does not fit: {memory['reason']}", "")
     if not together:
         first_build()  # a problem that does not fit never runs the candidate
-    largest_output = max((s["output_bytes"] for s in memory.get("sizes", [])), default=0)
-    handoff = handoff_dir(options.trials * largest_output)
-    cleanup.callback(shutil.rmtree, handoff, ignore_errors=True)
-    ask({"cmd": "plan", "memory": memory, "handoff_dir": str(handoff)}, "planned", "build")
+    ask({"cmd": "plan", "memory": memory}, "planned", "build")
     plan = trial_plan(result.trial_seed, options.trials)
     shares = []
     for i, shape in enumerate(shapes):
@@ -217,10 +211,8 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         shares.append(outputs.meta.get("kernel_share"))  # where its profiled call's device time went
         meta = _waited(lambda: reference.ready, reference, result, together)
         ask.out_of_memory = weighed  # the reference is done: from here the plan's room is the candidate's
-        checked = reference.request(
-            {"cmd": "compare", "shape": i, "dir": str(handoff), "seed": result.trial_seed}, "comparison"
-        )
-        _remove(handoff, f"s{i}-trial*")
+        handed = handed_over(candidate, outputs, options.trials)
+        checked = reference.request({"cmd": "compare", "shape": i, "seed": result.trial_seed, **handed}, "comparison")
         if not verdicts.check_shape(
             result, shape, outputs, checked, plan, meta["dist_supported"], candidate.output_text()
         ):
@@ -230,14 +222,14 @@ def _judge(problem, shapes, source, candidate, options, result, reference, job, 
         return verdicts.finish(result, "correct", f"correct on {len(shapes)} shape(s) (not timed)", "")
     timing_started = time.perf_counter()
     try:
-        return _timed_shapes(ask, reference, shapes, memory, meta, handoff, result, options)
+        return _timed_shapes(ask, reference, shapes, memory, meta, result, options)
     finally:
         # The parent's clock over both sides' timing, the pauses, the probes and the reference's check of every
         # timed output. Counting the candidate's own commands alone left a second or more of `total` in no stage.
         result.stages["timing"] = time.perf_counter() - timing_started
 
 
-def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Path, result: EvalResult, options):
+def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: EvalResult, options):
     """Every benchmark shape timed side by side and its timed outputs checked; the verdict."""
     candidate = ask.candidate
     for i, shape in enumerate(shapes):
@@ -265,12 +257,12 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + waited
         held = chosen_after(timing, options.strict)
         on_device = timing.layout["retained_on_device"]
-        ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
+        handed = ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
         checked = reference.request(
             {
                 "cmd": "check_reps",
                 "shape": i,
-                "dir": str(handoff),
+                **handed_over(candidate, handed, len(held)),
                 "reps": timing.reps,
                 "blocks": [[block.first, block.reps, block.nonce] for block in timing.blocks],
                 "sketch_key": timing.sketch_key,
@@ -281,7 +273,6 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, handoff: Pat
             "comparison",
             "compare_timed",
         )
-        _remove(handoff, f"s{i}-rep*")
         if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
             return result
     return verdicts.summarize(result, options)
@@ -388,12 +379,14 @@ def _malformed_timing(timing) -> str | None:
     return None
 
 
-def handoff_dir(needed_bytes: int = 0) -> Path:
-    """A fresh private directory (mode 0700) for one evaluation's outputs, on tmpfs where it has the room."""
-    use_shm = SHM.is_dir() and os.access(SHM, os.W_OK) and shutil.disk_usage(SHM).free > 2 * needed_bytes
-    return Path(tempfile.mkdtemp(prefix="ks-handoff-", dir=SHM if use_shm else None))
+def handed_over(candidate: Worker, reply: Reply, count: int) -> dict:
+    """Where the reference opens the `count` items the reply handed over: the candidate's process and descriptors.
 
-
-def _remove(directory, pattern: str) -> None:
-    for path in directory.glob(pattern):
-        path.unlink(missing_ok=True)
+    The process is the parent's own finding (Worker.harness_pid); the descriptors are the candidate's claim, and
+    one that is not a plausible number becomes -1, which no process has: the reference finds nothing there.
+    """
+    if candidate.harness_pid is None:
+        raise EnvironmentFailure("not judged: the candidate's harness process was not found in /proc")
+    fds = reply.meta.get("handed")
+    fds = fds if isinstance(fds, list) and len(fds) == count else [-1] * count
+    return {"pid": candidate.harness_pid, "fds": [fd if type(fd) is int and 0 <= fd < 1 << 20 else -1 for fd in fds]}

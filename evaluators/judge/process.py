@@ -73,6 +73,19 @@ def pid_namespace_available() -> bool:
     return probe.returncode == 0
 
 
+def harness_pid(root: int, own: object) -> int | None:
+    """The process below (or at) `root` whose PID in its own namespace is `own`, by the parent's numbering."""
+    for pid in sorted({root} | pause.descendants(root)):
+        try:
+            status = (pause.PROC / str(pid) / "status").read_text()
+        except OSError:
+            continue
+        ids = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+        if ids and ids[-1] == str(own):
+            return pid
+    return None
+
+
 _dismissed: list[Worker] = []  # killed, maybe not yet gone (Worker.dismiss)
 _dismissed_lock = threading.Lock()
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
@@ -134,6 +147,7 @@ class Worker:
         self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
         self.stage = "startup"
         self.assigned = False  # a process that was given a job is never handed another
+        self.harness_pid: int | None = None  # the harness's process, by the parent's PIDs (assign finds it)
         self.stage_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -145,7 +159,10 @@ class Worker:
         if candidate_source is not None:
             (self.scratch / "candidate.py").write_text(candidate_source)
         self.assigned = True
-        self.call({"cmd": "ping"}, "pong", "startup")
+        pong = self.call({"cmd": "ping"}, "pong", "startup")
+        # Found before the job, so before any candidate code runs: the reference opens what the candidate hands over
+        # through this process's descriptors (worker/handoff.py).
+        self.harness_pid = harness_pid(self.proc.pid, pong.meta.get("pid"))
         return self.call({"cmd": "job", "job": job}, None, stage)
 
     def call(self, command: dict, event: str | None, stage: str) -> Reply:

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from evaluators.worker import device_memory, evidence, integrity, kernel_share, trials
-from evaluators.worker.handoff import output_path
+from evaluators.worker.handoff import output_name
 from evaluators.worker.session import Session
 from evaluators.worker.trial_seeds import trial_plan
 
@@ -21,8 +21,9 @@ from evaluators.worker.trial_seeds import trial_plan
 def serve_candidate(session: Session) -> None:
     """Import the candidate, then answer: build, plan, trials, release, warm, time, hand_over, probe per shape.
 
-    The first build may come before the reference has planned device memory; "plan" brings the plan and the
-    directory outputs are handed over in, before any command that needs them.
+    The first build may come before the reference has planned device memory; "plan" brings the plan before any
+    command that needs it. Outputs are handed over in sealed files whose descriptors the replies name
+    (worker/handoff.py).
     """
     job, runtime, device = session.job, session.runtime, session.device
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
@@ -43,13 +44,13 @@ def serve_candidate(session: Session) -> None:
                 session.clocks.sync()
             session.reply("built", {})
         elif cmd == "plan":
-            job["memory"], handoff = command["memory"], Path(command["handoff_dir"])
+            job["memory"] = command["memory"]
             session.reply("planned", {})
         elif cmd == "trials":
             on_device = device == "cuda" and job["memory"]["handoff_on_device"]
             plan = trial_plan(command["seed"], job["trials"])  # the seed comes with the command, not the job
-            changed, share = run_trials(session, models[i], i, plan, handoff, on_device)
-            reply = {"modified_inputs": changed, "kernel_share": share}
+            changed, share, handed = run_trials(session, models[i], i, plan, on_device)
+            reply = {"modified_inputs": changed, "kernel_share": share, "handed": handed}
             session.reply("outputs", reply)
         elif cmd == "release":
             # commands() has dropped the held outputs and emptied their pool; the allocator's other cached blocks
@@ -69,25 +70,25 @@ def serve_candidate(session: Session) -> None:
             session.reply("timing", facts)
         elif cmd == "hand_over":
             on_device = device == "cuda" and command["on_device"]
-            for rep in command["reps"]:
-                session.hand_over(output_path(handoff, i, "rep", rep), held[rep], on_device)
+            handed = [session.hand_over(output_name(i, "rep", rep), held[rep], on_device) for rep in command["reps"]]
             held = {}
             if device == "cuda":
                 torch.cuda.empty_cache()
-            session.reply("handed", {})
+            session.reply("handed", {"handed": handed})
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(models[i], command["seed"])})
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
 
 
-def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: bool) -> tuple[dict, dict]:
-    """The correctness trials at shape `i`: outputs handed over per trial; the inputs each call changed in place.
+def run_trials(session: Session, model, i: int, plan, on_device: bool) -> tuple[dict, dict, list[int]]:
+    """The correctness trials at shape `i`: the inputs each call changed in place; outputs handed over per trial.
 
-    Also where the last trial's call spent its device time (worker/kernel_share.py).
+    Also where the last trial's call spent its device time (worker/kernel_share.py), and each trial's handed-over
+    descriptor.
     """
     runtime, device, memory = session.runtime, session.device, session.job["memory"]
-    changed, share = {}, {}
+    changed, share, descriptors = {}, {}, []
     with torch.no_grad():
         for t, (seed, dist) in enumerate(plan):
             args = runtime.inputs(seed, dist)
@@ -111,8 +112,8 @@ def run_trials(session: Session, model, i: int, plan, handoff: Path, on_device: 
             changed[t] = [k for k in changed[t] if k not in runtime.mutable_inputs()]
             with session.held.allocating(on_device):
                 outputs = trials.flatten_outputs(output, device if on_device else "cpu")
-            session.hand_over(output_path(handoff, i, "trial", t), outputs, on_device)
+            descriptors.append(session.hand_over(output_name(i, "trial", t), outputs, on_device))
             del args, output, outputs
     if device == "cuda":
         torch.cuda.empty_cache()  # the poisoned and trial blocks go back to the driver for the reference
-    return changed, share
+    return changed, share, descriptors

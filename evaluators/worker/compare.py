@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
-from evaluators.worker.handoff import HandoffError, read_outputs
+from evaluators.worker.handoff import Handed, HandoffError, read_outputs
 
 # (atol, rtol) when neither the options nor the problem say: tight for fp32, looser for half types.
 # fp8 outputs have no sensible default; problems that return fp8 set ATOL/RTOL themselves.
@@ -45,19 +44,19 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
 
 
 def judge(
-    items: list[tuple[Path, Expected]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
+    items: list[tuple[Handed, Expected]], atol, rtol, max_bytes: int, device: str, chunk: int, read=read_outputs
 ) -> list:
-    """Per (candidate output file, expected outputs), None when they match, else the mismatch as a dict.
+    """Per (candidate's handed-over outputs, expected outputs), None when they match, else the mismatch as a dict.
 
-    `read` turns a path into the candidate's tensors: a file of them, or a descriptor of device tensors shared
-    with this process. Expected outputs given as a function are computed once the candidate's are open. Stops at
-    the first mismatch: the parent reports the first failing trial or repetition only.
+    `read` turns what was handed over into the candidate's tensors: a file of them, or a descriptor of device
+    tensors shared with this process. Expected outputs given as a function are computed once the candidate's are
+    open. Stops at the first mismatch: the parent reports the first failing trial or repetition only.
     """
     verdicts = []
-    for path, wanted in items:
+    for handed, wanted in items:
         found = expected = None  # the last outputs compared are released before the next are opened
         try:
-            found = read(path, max_bytes)
+            found = read(handed, max_bytes)
         except HandoffError as exc:
             mismatch = Mismatch(f"outputs unreadable: {exc}", "")
         else:

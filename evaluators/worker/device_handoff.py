@@ -4,7 +4,8 @@ A multi-GiB output costs seconds per trial through a file (device to host, seria
 through CUDA IPC it costs a device-side copy. The candidate keeps a copy of each output alive on the device and
 writes, where the file handoff would put the tensors, a small JSON descriptor of their IPC handles. The reference
 worker, which never runs candidate code, checks every field of it before torch opens anything, compares on the
-device and drops the tensors at once.
+device and drops the tensors at once. The descriptor is handed over like an output file (worker/handoff.py): a
+sealed memory file, reached through the candidate's descriptor.
 
 What the descriptor says is the candidate's claim, like a file's contents: a malformed one, or one torch cannot
 open, is a HandoffError. What no check here can promise: a candidate that frees or rewrites the shared memory
@@ -23,7 +24,7 @@ from contextlib import nullcontext
 
 import torch
 
-from evaluators.worker.handoff import HandoffError, untrusted_file
+from evaluators.worker.handoff import Handed, HandoffError, sealed, untrusted_file
 
 _SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
 _OPEN = torch.UntypedStorage._new_shared_cuda
@@ -82,8 +83,8 @@ class HeldOutputs:
             _EMPTY_CACHE()
 
 
-def share_outputs(path, outputs: list[torch.Tensor]) -> None:
-    """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive) at `path`."""
+def share_outputs(name: str, outputs: list[torch.Tensor]) -> int:
+    """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive); the descriptor's fd."""
     entries = []
     for tensor in outputs:
         entry = {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}
@@ -94,38 +95,38 @@ def share_outputs(path, outputs: list[torch.Tensor]) -> None:
                 "counter": counter.decode(), "counter_offset": counter_offset, "event": event.hex(), "sync": sync,
             }  # fmt: skip
         entries.append(entry)
-    with open(path, "w") as file:
-        file.write(_DUMPS(entries))
+    text = _DUMPS(entries).encode()
+    return sealed(name, lambda file: file.write(text))
 
 
-def open_shared(path, max_bytes: int) -> list[torch.Tensor]:
-    """Reference side: the candidate's device tensors described at `path`, each field checked before it is opened."""
-    entries = _descriptor(path)
+def open_shared(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
+    """Reference side: the candidate's device tensors described as handed over, each field checked before opening."""
+    entries = _descriptor(handed)
     if not isinstance(entries, list):
-        raise HandoffError(f"{path.name} does not describe a list of tensors")
+        raise HandoffError(f"{handed.name} does not describe a list of tensors")
     total, tensors = 0, []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or entry.get("dtype") not in DTYPES or not _dims(entry.get("shape")):
-            raise HandoffError(f"{path.name}: output {i} has no valid dtype and shape")
+            raise HandoffError(f"{handed.name}: output {i} has no valid dtype and shape")
         dtype, shape = DTYPES[entry["dtype"]], entry["shape"]
         nbytes = math.prod(shape) * dtype.itemsize
         total += nbytes
         if total > max_bytes:
-            raise HandoffError(f"{path.name} describes over {max_bytes} bytes of outputs")
+            raise HandoffError(f"{handed.name} describes over {max_bytes} bytes of outputs")
         if nbytes == 0:
             tensors.append(torch.empty(shape, dtype=dtype, device="cuda"))
             continue
-        tensors.append(_open(path.name, i, entry.get("storage"), dtype, shape, nbytes))
+        tensors.append(_open(handed.name, i, entry.get("storage"), dtype, shape, nbytes))
     return tensors
 
 
-def _descriptor(path):
-    with untrusted_file(path, DESCRIPTOR_BYTES) as (fd, size):
+def _descriptor(handed: Handed):
+    with untrusted_file(handed, DESCRIPTOR_BYTES) as (fd, size):
         raw = os.pread(fd, size, 0)
     try:
         return json.loads(raw)
     except ValueError:
-        raise HandoffError(f"{path.name} is not a JSON descriptor") from None
+        raise HandoffError(f"{handed.name} is not a JSON descriptor") from None
 
 
 def _dims(shape) -> bool:

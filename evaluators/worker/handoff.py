@@ -1,36 +1,68 @@
-"""The candidate's outputs, handed to the reference worker as files for comparison on the reference's device.
+"""The candidate's outputs, handed to the reference worker in sealed memory files for comparison on its device.
 
-The directory is on tmpfs (/dev/shm) where there is one, so a 256 MiB output costs a memory copy, not a pipe
-and a parent-side decode. What the files hold is the candidate's claim: the reader never follows links, never
+Each handed-over item is a memory file (memfd) the candidate's harness writes and then seals against any write,
+shrink or growth, kept open until the parent's next command. It has no name in any directory: the reference opens
+it through the candidate's descriptor (/proc/PID/fd/N, with the PID from the parent), which a candidate in its own
+PID namespace cannot name for another evaluation, and the seal keeps anyone, the candidate included, from changing
+it once handed over. Files side by side in a shared directory let one candidate overwrite another evaluation's
+outputs before its reference read them. A 256 MiB output still costs a memory copy, not a pipe and a parent-side
+decode. What the file holds is the candidate's claim: the reader takes only a sealed regular memory file, never
 reads past the size it saw, loads with weights_only=True, and turns anything unreadable into a HandoffError.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
-_SAVE = torch.save  # bound at import: a candidate's patched torch.save never sees the outputs it wrote
+# Bound at import: a candidate's patches never see the outputs the harness writes, nor how they are sealed.
+_SAVE, _MEMFD, _FCNTL, _FDOPEN = torch.save, os.memfd_create, fcntl.fcntl, os.fdopen
+SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
 
 
 class HandoffError(Exception):
-    """The candidate's output file is missing, oversized or not a list of tensors (one-line message)."""
+    """The candidate's handed-over output is missing, unsealed, oversized or not a list of tensors (one line)."""
 
 
-def output_path(directory: str | Path, shape: int, phase: str, index: int) -> Path:
-    """Where the candidate leaves its outputs of shape `shape`'s trial ("trial") or timed repetition ("rep") `index`."""
-    return Path(directory) / f"s{shape}-{phase}{index}.pt"
+@dataclass(frozen=True)
+class Handed:
+    """Where the reference finds one handed-over item: descriptor `fd` of the candidate's process `pid`."""
+
+    pid: int
+    fd: int
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return Path(f"/proc/{self.pid}/fd/{self.fd}")
 
 
-def write_outputs(path: Path, outputs: list[torch.Tensor]) -> None:
-    """Candidate side: one trial's outputs, plain CPU tensors, as a torch.save file."""
-    _SAVE(outputs, path)
+def output_name(shape: int, phase: str, index: int) -> str:
+    """The name of shape `shape`'s trial ("trial") or timed repetition ("rep") `index` outputs, as handed over."""
+    return f"s{shape}-{phase}{index}"
+
+
+def sealed(name: str, write: Callable[[BinaryIO], None]) -> int:
+    """Candidate side: a memory file holding what `write` wrote, sealed; its descriptor, which the caller keeps open."""
+    fd = _MEMFD(name, os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    with _FDOPEN(fd, "wb", closefd=False) as file:
+        write(file)
+    _FCNTL(fd, fcntl.F_ADD_SEALS, SEALS | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def write_outputs(name: str, outputs: list[torch.Tensor]) -> int:
+    """Candidate side: one trial's outputs, plain CPU tensors, as a sealed torch.save file; its descriptor."""
+    return sealed(name, lambda file: _SAVE(outputs, file))
 
 
 class _BoundedFile(io.RawIOBase):
@@ -61,40 +93,46 @@ class _BoundedFile(io.RawIOBase):
 
 
 @contextmanager
-def untrusted_file(path: Path, max_bytes: int) -> Iterator[tuple[int, int]]:
-    """An open descriptor on `path` and its size, once it is known to be a regular file of at most `max_bytes`.
+def untrusted_file(handed: Handed, max_bytes: int) -> Iterator[tuple[int, int]]:
+    """An open descriptor on the handed-over file and its size, once it is a sealed memory file of at most `max_bytes`.
 
-    No link is followed, and a FIFO put in the file's place cannot hang the reader (O_NONBLOCK; regular files
-    ignore it). Anything else is a HandoffError: the file is the candidate's claim.
+    The path is the kernel's own link to the candidate's descriptor. A FIFO put at that descriptor cannot hang the
+    reader (O_NONBLOCK; regular files ignore it). Anything else is a HandoffError: the file is the candidate's claim.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(handed.path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise HandoffError(f"{path.name} cannot be opened ({exc.strerror})") from None
+        raise HandoffError(f"{handed.name} cannot be opened ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise HandoffError(f"{path.name} is not a regular file")
+            raise HandoffError(f"{handed.name} is not a regular file")
+        try:
+            seals = _FCNTL(fd, fcntl.F_GET_SEALS)
+        except OSError:
+            raise HandoffError(f"{handed.name} is not a memory file that can be sealed") from None
+        if seals & SEALS != SEALS:
+            raise HandoffError(f"{handed.name} is not sealed: it could still change while it is read")
         if info.st_size > max_bytes:
-            raise HandoffError(f"{path.name} holds {info.st_size} bytes, over the {max_bytes}-byte limit")
+            raise HandoffError(f"{handed.name} holds {info.st_size} bytes, over the {max_bytes}-byte limit")
         yield fd, info.st_size
     finally:
         os.close(fd)
 
 
-def read_outputs(path: Path, max_bytes: int) -> list[torch.Tensor]:
-    """Reference side: the tensors in `path`, read without trusting anything about the file."""
-    with untrusted_file(path, max_bytes) as (fd, size):
+def read_outputs(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
+    """Reference side: the tensors handed over, read without trusting anything about the file."""
+    with untrusted_file(handed, max_bytes) as (fd, size):
         try:
             # Straight from the file into the tensors' storage: no second 256 MiB copy in between.
             stream = io.BufferedReader(_BoundedFile(fd, size), 1 << 20)
             loaded = torch.load(stream, map_location="cpu", weights_only=True)
         except Exception as exc:  # any malformed file is the candidate's, whatever the loader raises
-            raise HandoffError(f"{path.name} is not a readable tensor file ({type(exc).__name__})") from None
+            raise HandoffError(f"{handed.name} is not a readable tensor file ({type(exc).__name__})") from None
     if not isinstance(loaded, list) or not all(type(t) is torch.Tensor for t in loaded):
-        raise HandoffError(f"{path.name} does not hold a list of tensors")
+        raise HandoffError(f"{handed.name} does not hold a list of tensors")
     # Dense tensors only, as a candidate's outputs reach the harness: the comparison cannot read a sparse or
     # quantized layout, and its failure there blamed the problem.
     if not all(t.layout is torch.strided and not t.is_quantized for t in loaded):
-        raise HandoffError(f"{path.name} holds a tensor that is not dense")
+        raise HandoffError(f"{handed.name} holds a tensor that is not dense")
     return loaded

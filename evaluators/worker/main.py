@@ -110,7 +110,7 @@ def main(argv: list[str]) -> None:
         _import_what_a_job_may_need(argv[3])
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
-        replies.reply("pong", {})
+        replies.reply("pong", {"pid": os.getpid()})  # in its PID namespace: the parent finds it in its own
         command = replies.next_command()
     if command is None:
         os._exit(0)  # a spare nobody claimed

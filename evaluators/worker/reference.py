@@ -7,14 +7,12 @@ and held outputs of their timed repetitions on inputs redrawn from the repetitio
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from evaluators.worker import device_memory, integrity, kernel_warmup, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
-from evaluators.worker.handoff import output_path, read_outputs
+from evaluators.worker.handoff import Handed, output_name, read_outputs
 from evaluators.worker.memory import (
     RESERVE_BYTES,
     MemoryPlan,
@@ -266,7 +264,6 @@ def serve_reference(session: Session) -> None:
     answers = TimedAnswers()
     for command in commands:
         shape = command["shape"]
-        directory = Path(command.get("dir", "."))
         cmd = command["cmd"]
         if cmd == "compare":
             if command["seed"] != seeds[shape]:
@@ -274,7 +271,8 @@ def serve_reference(session: Session) -> None:
                 plan = trial_plan(command["seed"], job["trials"])
                 expected[shape] = [_computed(session, models, shape, seed, dist) for seed, dist in plan]
                 seeds[shape] = command["seed"]
-            items = [(output_path(directory, shape, "trial", t), expected[shape][t]) for t in range(job["trials"])]
+            handed = _handed(command, [output_name(shape, "trial", t) for t in range(job["trials"])])
+            items = list(zip(handed, expected[shape], strict=True))
             bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
             read = open_shared if device == "cuda" and memory["handoff_on_device"] else read_outputs
             checks = judge(items, atol, rtol, bound, device, memory["compare_chunk"], read)
@@ -298,7 +296,7 @@ def serve_reference(session: Session) -> None:
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
             kept = answers.take(command)
-            checked = check_reps(session, model, command, directory, (atol, rtol), memory, kept)
+            checked = check_reps(session, model, command, (atol, rtol), memory, kept)
             # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached (17.5
             # GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.
             device_memory.release_cache(device)
@@ -338,7 +336,7 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
     return {"times_ms": facts["times_ms"]}
 
 
-def check_reps(session: Session, model, command: dict, directory: Path, tolerance: tuple, memory: dict,
+def check_reps(session: Session, model, command: dict, tolerance: tuple, memory: dict,
                kept: dict[int, tuple]) -> dict:  # fmt: skip
     """Every timed repetition's sketch against the reference's on the same inputs; the held outputs element-wise.
 
@@ -349,7 +347,9 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
     "held": [mismatch or None per held rep]}.
     """
     device, shape = session.device, command["shape"]
-    found, held = command["sketches"], set(command["held"])
+    found = command["sketches"]
+    names = [output_name(shape, "rep", rep) for rep in command["held"]]
+    held = dict(zip(command["held"], _handed(command, names), strict=True))
     read = open_shared if device == "cuda" and command["held_on_device"] else read_outputs
     answers, fresh_reps, fresh, floors, held_checks = {}, [], [], {}, []
     sketcher = Sketcher(command["sketch_key"])
@@ -362,7 +362,7 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
             fresh.append(sketcher.sketch(wanted))
         floors[rep] = sketch_floor(wanted, *tolerance)
         if rep in held:
-            item = (output_path(directory, shape, "rep", rep), wanted)
+            item = (held[rep], wanted)
             bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
             held_checks.append(judge([item], *tolerance, bound, device, memory["compare_chunk"], read)[0])
         del wanted
@@ -381,6 +381,11 @@ def check_reps(session: Session, model, command: dict, directory: Path, toleranc
         if why:
             return {"sketches": [[rep, why]], "held": held_checks}
     return {"sketches": [], "held": held_checks}
+
+
+def _handed(command: dict, names: list[str]) -> list[Handed]:
+    """Where the candidate handed each of `names` over: the parent sends its process and the descriptors it named."""
+    return [Handed(command["pid"], fd, name) for fd, name in zip(command["fds"], names, strict=True)]
 
 
 def _rep_outputs(session: Session, model, command: dict, rep: int) -> list[torch.Tensor]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -29,6 +30,7 @@ class Session:
         # Laid out in this worker's own directory from the parent's copy, checked against its digest.
         self.runtime = problem_runtime(unpack_problem(job["problem"], Path.cwd() / "problem"), self.device)
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
+        self.handed: list[int] = []  # descriptors of the sealed files handed over since the last command
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
         # (shape, its input sets and flush buffer): kept across the shape's timing commands, given back at its last
         self.timing_tensors: tuple[int, tuple] | None = None
@@ -37,6 +39,9 @@ class Session:
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
         while (command := self.replies.next_command()) is not None:
             self.held.release()  # the parent asks again only once the reference has compared (and dropped) them
+            for fd in self.handed:
+                os.close(fd)
+            self.handed = []
             self.stage = command.pop("stage", command["cmd"])
             if "shape" in command:
                 shape = self.shapes[command["shape"]]
@@ -48,13 +53,18 @@ class Session:
         """Answer the current command."""
         self.replies.reply(event, meta)
 
-    def hand_over(self, path: Path, outputs: list[torch.Tensor], on_device: bool) -> None:
-        """Leave outputs for the reference: shared on the device, alive until the next command, or as a file."""
+    def hand_over(self, name: str, outputs: list[torch.Tensor], on_device: bool) -> int:
+        """Leave outputs for the reference, alive until the next command: shared on the device, or in a sealed file.
+
+        Returns the descriptor the reference opens them by (the device's descriptor of them, or the file).
+        """
         if on_device:
-            share_outputs(path, outputs)
+            fd = share_outputs(name, outputs)
             self.held.hold(outputs)
         else:
-            write_outputs(path, outputs)
+            fd = write_outputs(name, outputs)
+        self.handed.append(fd)
+        return fd
 
     def inputs_at(self, seed: int) -> list:
         """One call's fresh arguments at the current shape."""

@@ -33,10 +33,13 @@ class TimedAnswers:
     def take(self, command: dict) -> dict[int, tuple]:
         """{candidate repetition: answer} under the check's blocks and key (none where the timing used others).
 
-        Given up here: a block's answers serve one check.
+        Every answer of the shape is given up here, the blocks the check did not name too (a timing made again, a
+        reference that timed blocks its candidate did not): a block's answers serve one check, and those left would
+        stay in a warm reference until its next timing.
         """
         taken = {}
         for first, reps, nonce in command["blocks"]:
-            answers = self.kept.pop((command["shape"], nonce, command["sketch_key"]), {})
+            answers = self.kept.get((command["shape"], nonce, command["sketch_key"]), {})
             taken |= {first + offset: answer for offset, answer in answers.items() if offset < reps}
+        self.kept = {key: answers for key, answers in self.kept.items() if key[0] != command["shape"]}
         return taken

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from evaluators.worker.device_handoff import DESCRIPTOR_BYTES, HeldOutputs, open_shared
-from evaluators.worker.handoff import HandoffError
+from evaluators.worker.handoff import Handed, HandoffError, sealed
 
 COUNTER = f"/torch_ks_test_{os.getpid()}"
 GOOD_STORAGE = {
@@ -29,10 +29,19 @@ def counter_file():
     os.unlink(path)
 
 
-def _write(tmp_path, entries, name="s0-trial0.pt"):
-    path = tmp_path / name
-    path.write_text(entries if isinstance(entries, str) else json.dumps(entries))
-    return path
+@pytest.fixture
+def write():
+    """Hands a descriptor over to this process, sealed as the candidate's harness does; closed afterwards."""
+    fds = []
+
+    def handed(entries) -> Handed:
+        text = (entries if isinstance(entries, str) else json.dumps(entries)).encode()
+        fds.append(sealed("s0-trial0", lambda file: file.write(text)))
+        return Handed(os.getpid(), fds[-1], "s0-trial0")
+
+    yield handed
+    for fd in fds:
+        os.close(fd)
 
 
 def _entry(**storage):
@@ -60,58 +69,62 @@ def _entry(**storage):
         ([_entry(counter="/torch_no_such_counter_file")], "invalid storage description"),
     ],
 )
-def test_a_malformed_descriptor_is_the_candidates_handoff_error(tmp_path, entries, why):
+def test_a_malformed_descriptor_is_the_candidates_handoff_error(write, entries, why):
     with pytest.raises(HandoffError, match=why):
-        open_shared(_write(tmp_path, entries), max_bytes=1 << 30)
+        open_shared(write(entries), max_bytes=1 << 30)
 
 
-def test_a_valid_description_reaches_torch_and_a_handle_it_cannot_open_is_the_candidates(tmp_path):
+def test_a_valid_description_reaches_torch_and_a_handle_it_cannot_open_is_the_candidates(write):
     # Every check passes; the handle is made up, so opening it fails (there is no GPU, or no such allocation).
     with pytest.raises(HandoffError, match="cannot be opened"):
-        open_shared(_write(tmp_path, [_entry()]), max_bytes=1 << 30)
+        open_shared(write([_entry()]), max_bytes=1 << 30)
 
 
-def test_a_link_or_an_oversized_descriptor_is_refused_unread(tmp_path):
-    target = _write(tmp_path, [], name="elsewhere.json")
-    os.symlink(target, tmp_path / "s0-trial1.pt")
+def test_a_missing_unsealed_or_oversized_descriptor_is_refused_unread(write):
     with pytest.raises(HandoffError, match="cannot be opened"):
-        open_shared(tmp_path / "s0-trial1.pt", max_bytes=1 << 30)
+        open_shared(Handed(os.getpid(), -1, "s0-trial1"), max_bytes=1 << 30)
+    unsealed = os.memfd_create("s0-trial1", os.MFD_ALLOW_SEALING)
+    try:
+        os.write(unsealed, b"[]")
+        with pytest.raises(HandoffError, match="not sealed"):
+            open_shared(Handed(os.getpid(), unsealed, "s0-trial1"), max_bytes=1 << 30)
+    finally:
+        os.close(unsealed)
     with pytest.raises(HandoffError, match=f"over the {DESCRIPTOR_BYTES}-byte limit"):
-        open_shared(_write(tmp_path, " " * (DESCRIPTOR_BYTES + 1)), max_bytes=1 << 30)
+        open_shared(write(" " * (DESCRIPTOR_BYTES + 1)), max_bytes=1 << 30)
 
 
-def test_empty_outputs_need_no_storage(tmp_path):
+def test_empty_outputs_need_no_storage(write):
     if not torch.cuda.is_available():
         pytest.skip("an empty output is still made on the GPU")
-    (empty,) = open_shared(_write(tmp_path, [{"dtype": "int32", "shape": [0, 3]}]), max_bytes=1 << 30)
+    (empty,) = open_shared(write([{"dtype": "int32", "shape": [0, 3]}]), max_bytes=1 << 30)
     assert empty.shape == (0, 3) and empty.is_cuda
 
 
 PRODUCER = r"""
-import sys, torch
-from pathlib import Path
+import os, sys, torch
 from evaluators.worker.device_handoff import HeldOutputs, share_outputs
 held = HeldOutputs("cuda")
 with held.allocating():  # as the candidate keeps them: in a pool of their own
     big = torch.arange(1 << 20, device="cuda", dtype=torch.float32).reshape(1024, 1024)
     outputs = [big, torch.ones(3, device="cuda")]
-share_outputs(Path(sys.argv[1]), outputs)
+fd = share_outputs("s0-trial0", outputs)
 held.hold(outputs)
-print("shared", flush=True)
+print(os.getpid(), fd, flush=True)
 sys.stdin.readline()  # alive until the reader is done, as the candidate is until its next command
 """
 
 
 @pytest.mark.gpu
-def test_outputs_shared_by_another_process_are_read_on_the_device(tmp_path):
+def test_outputs_shared_by_another_process_are_read_on_the_device():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    path = tmp_path / "s0-trial0.pt"
     producer = subprocess.Popen(
-        [sys.executable, "-c", PRODUCER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", PRODUCER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
-        assert producer.stdout.readline().strip() == "shared"
+        pid, fd = map(int, producer.stdout.readline().split())
+        path = Handed(pid, fd, "s0-trial0")
         found = open_shared(path, max_bytes=1 << 30)
         assert [t.shape for t in found] == [(1024, 1024), (3,)] and all(t.is_cuda for t in found)
         assert torch.equal(found[0].flatten(), torch.arange(1 << 20, device="cuda", dtype=torch.float32))

@@ -1,12 +1,13 @@
 """The reference's expected outputs: kept where the plan leaves them room, otherwise computed again when compared."""
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 
 from evaluators.worker.compare import judge
-from evaluators.worker.handoff import output_path, write_outputs
+from evaluators.worker.handoff import Handed, output_name, write_outputs
 from evaluators.worker.reference import ReferenceModels, expected_outputs
 from kernels.problem import load_problem
 from kernels.runtime import problem_runtime
@@ -62,19 +63,22 @@ def test_outputs_without_room_are_computed_again_when_compared_and_equal_the_kep
     assert runtime.calls == len(computed) * (1 + TRIALS)
 
 
-def test_a_computed_expectation_judges_as_a_kept_one(tmp_path):
+def test_a_computed_expectation_judges_as_a_kept_one():
     computed, _, runtime = _expected(on_device=False)
     shape = 0
     kept = [t() for t in computed[shape]]
     items = []
     for t, outputs in enumerate(kept):
-        path = output_path(tmp_path, shape, "trial", t)
+        name = output_name(shape, "trial", t)
         wrong = outputs[0].clone()
         if t == 2:
             wrong[0, 0] += 1.0
-        write_outputs(path, [wrong])
-        items.append((path, computed[shape][t]))
+        items.append((Handed(os.getpid(), write_outputs(name, [wrong]), name), computed[shape][t]))
     calls = runtime.calls
-    verdicts = judge(items, None, None, 1 << 20, "cpu", 1 << 20)
+    try:
+        verdicts = judge(items, None, None, 1 << 20, "cpu", 1 << 20)
+    finally:
+        for handed, _ in items:
+            os.close(handed.fd)
     assert verdicts[:2] == [None, None] and "1 of" in verdicts[2]["summary"]
     assert runtime.calls == calls + TRIALS  # each computed once, when its trial was compared

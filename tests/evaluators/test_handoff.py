@@ -1,42 +1,94 @@
-"""The candidate-to-reference handoff: files read without trusting them, and per-trial verdicts from them."""
+"""The candidate-to-reference handoff: sealed memory files read without trusting them, and per-trial verdicts."""
 
+import fcntl
 import os
+import subprocess
+import sys
 from collections import OrderedDict
 
 import pytest
 import torch
 
 from evaluators.worker.compare import compare_outputs, judge
-from evaluators.worker.handoff import HandoffError, output_path, read_outputs, write_outputs
+from evaluators.worker.handoff import Handed, HandoffError, read_outputs, sealed, write_outputs
 
 LIMIT = 1 << 20
 
 
-def test_outputs_round_trip(tmp_path):
+@pytest.fixture
+def opened():
+    """Descriptors this test hands over to itself, closed afterwards."""
+    fds = []
+    yield fds
+    for fd in fds:
+        os.close(fd)
+
+
+def _here(fd: int, name: str = "s0-trial0") -> Handed:
+    return Handed(os.getpid(), fd, name)
+
+
+def test_outputs_round_trip(opened):
     outputs = [torch.randn(3, 4), torch.arange(5)]
-    write_outputs(tmp_path / "trial0.pt", outputs)
-    found = read_outputs(tmp_path / "trial0.pt", LIMIT)
+    opened.append(write_outputs("s0-trial0", outputs))
+    found = read_outputs(_here(opened[-1]), LIMIT)
     assert len(found) == 2 and all(torch.equal(a, b) for a, b in zip(found, outputs, strict=True))
+
+
+def test_a_handed_over_file_cannot_be_changed_by_anyone(opened):
+    opened.append(write_outputs("s0-trial0", [torch.ones(4)]))
+    for fd in (opened[0], os.open(f"/proc/self/fd/{opened[0]}", os.O_RDWR)):  # its writer's, and one reopened
+        with pytest.raises(PermissionError):
+            os.pwrite(fd, b"x", 0)
+        with pytest.raises(PermissionError):
+            os.truncate(fd, 0)
+    with pytest.raises(PermissionError):
+        fcntl.fcntl(opened[0], fcntl.F_ADD_SEALS, 0)  # nor unsealed: seals only ever grow, and this one is final
+
+
+def _memory_file(write, seals: int) -> int:
+    fd = os.memfd_create("planted", os.MFD_ALLOW_SEALING)
+    write(fd)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    return fd
+
+
+def _disk_file(tmp_path) -> int:
+    (tmp_path / "on-disk.pt").write_bytes(b"")
+    return os.open(tmp_path / "on-disk.pt", os.O_RDONLY)
+
+
+def _fifo(tmp_path) -> int:
+    os.mkfifo(tmp_path / "fifo")
+    return os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+
+
+def _torch_saved(value) -> int:
+    return sealed("planted", lambda file: torch.save(value, file))
 
 
 @pytest.mark.parametrize(
     ("plant", "reason"),
     [
-        (lambda p: None, "cannot be opened"),
-        (lambda p: os.symlink(p.with_name("elsewhere.pt"), p), "cannot be opened"),
-        (lambda p: os.mkfifo(p), "not a regular file"),
-        (lambda p: p.write_bytes(b"\0" * (LIMIT + 1)), "over the 1048576-byte limit"),
-        (lambda p: p.write_bytes(b"not a zip archive"), "not a readable tensor file"),
-        (lambda p: torch.save(OrderedDict(out=torch.ones(2)), p), "does not hold a list of tensors"),
-        (lambda p: torch.save([torch.ones(2), 3], p), "does not hold a list of tensors"),
-        (lambda p: torch.save([torch.nn.Parameter(torch.ones(2))], p), "does not hold a list of tensors"),
-        (lambda p: torch.save([torch.ones(2, 2).to_sparse()], p), "not dense"),
-        (lambda p: torch.save([torch.ones(2, 2).to_sparse_csr()], p), "not dense"),
+        (lambda tmp: -1, "cannot be opened"),
+        (_disk_file, "not a memory file that can be sealed"),
+        (_fifo, "not a regular file"),
+        (lambda tmp: _memory_file(lambda fd: torch.save([torch.ones(2)], f"/proc/self/fd/{fd}"), 0), "not sealed"),
+        (lambda tmp: _memory_file(lambda fd: None, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW), "not sealed"),
+        (lambda tmp: sealed("planted", lambda file: file.write(b"\0" * (LIMIT + 1))), "over the 1048576-byte limit"),
+        (lambda tmp: sealed("planted", lambda file: file.write(b"not a zip archive")), "not a readable tensor file"),
+        (lambda tmp: _torch_saved(OrderedDict(out=torch.ones(2))), "does not hold a list of tensors"),
+        (lambda tmp: _torch_saved([torch.ones(2), 3]), "does not hold a list of tensors"),
+        (lambda tmp: _torch_saved([torch.nn.Parameter(torch.ones(2))]), "does not hold a list of tensors"),
+        (lambda tmp: _torch_saved([torch.ones(2, 2).to_sparse()]), "not dense"),
+        (lambda tmp: _torch_saved([torch.ones(2, 2).to_sparse_csr()]), "not dense"),
     ],
     ids=[
         "missing",
-        "symlink",
+        "file-on-disk",
         "fifo",
+        "unsealed",
+        "writable",
         "oversized",
         "garbage",
         "dict",
@@ -46,39 +98,50 @@ def test_outputs_round_trip(tmp_path):
         "sparse-csr",
     ],  # fmt: skip
 )
-def test_hostile_files_are_refused_with_a_reason(tmp_path, plant, reason):
-    path = tmp_path / "trial0.pt"
-    write_outputs(path.with_name("elsewhere.pt"), [torch.ones(2)])  # a valid file a link could point at
-    plant(path)
+def test_hostile_handoffs_are_refused_with_a_reason(tmp_path, opened, plant, reason):
+    fd = plant(tmp_path)
+    if fd >= 0:
+        opened.append(fd)
     with pytest.raises(HandoffError, match=reason):
-        read_outputs(path, LIMIT)
+        read_outputs(_here(fd), LIMIT)
 
 
-def test_pickled_objects_are_never_executed(tmp_path):
+def test_pickled_objects_are_never_executed(tmp_path, opened):
     class Payload:
         def __reduce__(self):
-            return (os.system, ("touch pwned",))
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
 
-    torch.save([Payload()], tmp_path / "trial0.pt", _use_new_zipfile_serialization=True)
+    opened.append(sealed("planted", lambda file: torch.save([Payload()], file, _use_new_zipfile_serialization=True)))
     with pytest.raises(HandoffError, match="not a readable tensor file"):
-        read_outputs(tmp_path / "trial0.pt", LIMIT)
+        read_outputs(_here(opened[-1]), LIMIT)
     assert not (tmp_path / "pwned").exists()
 
 
-def test_judge_reports_each_trial_and_stops_at_the_first_mismatch(tmp_path):
-    items = [(output_path(tmp_path, 0, "trial", t), [torch.zeros(2, 2)]) for t in range(4)]
-    write_outputs(items[0][0], [torch.zeros(2, 2)])
+def test_another_process_reads_what_was_handed_over_only_through_the_descriptor_it_was_given(opened):
+    opened.append(write_outputs("s0-trial0", [torch.full((3,), 7.0)]))
+    read = (
+        "import sys, torch; from evaluators.worker.handoff import Handed, read_outputs; "
+        "print(read_outputs(Handed(int(sys.argv[1]), int(sys.argv[2]), 's0-trial0'), 1 << 20)[0].tolist())"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", read, str(os.getpid()), str(opened[-1])], capture_output=True, text=True, timeout=120
+    )
+    assert found.stdout.strip() == "[7.0, 7.0, 7.0]", found.stderr
+
+
+def test_judge_reports_each_trial_and_stops_at_the_first_mismatch(opened):
     wrong = torch.zeros(2, 2)
     wrong[1, 0] = 1.0
-    write_outputs(items[1][0], [wrong])
+    opened += [write_outputs("s0-trial0", [torch.zeros(2, 2)]), write_outputs("s0-trial1", [wrong])]
+    items = [(_here(fd, f"s0-trial{t}"), [torch.zeros(2, 2)]) for t, fd in enumerate([*opened, -1, -1])]
     verdicts = judge(items, None, None, LIMIT, "cpu", 3)
     assert verdicts[0] is None and len(verdicts) == 2
     assert "worst at (1, 0)" in verdicts[1]["summary"]
 
 
-def test_judge_treats_missing_outputs_as_a_mismatch(tmp_path):
-    verdicts = judge([(output_path(tmp_path, 2, "rep", 0), [torch.zeros(2)])], None, None, LIMIT, "cpu", 1 << 20)
-    assert verdicts == [{"summary": "outputs unreadable: s2-rep0.pt cannot be opened (No such file or directory)",
+def test_judge_treats_missing_outputs_as_a_mismatch():
+    verdicts = judge([(_here(-1, "s2-rep0"), [torch.zeros(2)])], None, None, LIMIT, "cpu", 1 << 20)
+    assert verdicts == [{"summary": "outputs unreadable: s2-rep0 cannot be opened (No such file or directory)",
                          "details": ""}]  # fmt: skip
 
 

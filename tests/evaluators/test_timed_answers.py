@@ -2,6 +2,7 @@
 the same inputs (worker/timed_answers.py), and calls the reference only for the repetitions its timing did not
 answer."""
 
+import os
 from contextlib import nullcontext
 from types import SimpleNamespace
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from evaluators.worker import reference
-from evaluators.worker.handoff import output_path, write_outputs
+from evaluators.worker.handoff import write_outputs
 from evaluators.worker.reference import check_reps
 from evaluators.worker.sketch import sketch_floor, sketch_tolerance
 from evaluators.worker.timed_answers import TimedAnswers
@@ -62,13 +63,15 @@ def reference_timing(answers: TimedAnswers, reps: int, nonces=NONCES, hold=None)
         answers.keep(command, facts, held)
 
 
-def check(found: list, reps: int, answers: TimedAnswers, tmp_path, held=()) -> tuple[dict, int]:
+def check(found: list, reps: int, answers: TimedAnswers, held: dict[int, int] | None = None) -> tuple[dict, int]:
+    """The reference's check; `held` maps a held repetition to the descriptor its outputs were handed over in."""
+    held = held or {}
     session = SimpleNamespace(runtime=SimpleNamespace(inputs=lambda seed, dist: fresh_inputs(seed)), device="cpu",
                               job={"max_result_mb": 1})  # fmt: skip
     command = {"shape": 0, "reps": reps, "blocks": blocks(reps), "sketch_key": KEY, "sketches": found,
-               "held": list(held), "held_on_device": False}  # fmt: skip
+               "held": list(held), "held_on_device": False, "pid": os.getpid(), "fds": list(held.values())}  # fmt: skip
     model = Reference()
-    verdict = check_reps(session, model, command, tmp_path, (None, None), MEMORY, answers.take(command))
+    verdict = check_reps(session, model, command, (None, None), MEMORY, answers.take(command))
     assert answers.take(command) == {}  # given up to the check: the copies go with it
     return verdict, model.calls
 
@@ -77,7 +80,7 @@ def test_the_reference_is_called_only_for_repetitions_its_timing_did_not_cover(t
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
     found = timed(lambda x: x * 2 + 1, 6)  # a faster candidate timed six, three a block: the third of each is new
-    verdict, calls = check(found, 6, answers, tmp_path)
+    verdict, calls = check(found, 6, answers)
     assert verdict == {"sketches": [], "held": []} and calls == 2
 
 
@@ -86,7 +89,7 @@ def test_a_wrong_answer_on_a_repetition_the_reference_timed_is_still_caught(tmp_
     reference_timing(answers, reps=4)
     found = timed(lambda x: x * 2 + 1, 4)
     found[1] = timed(lambda x: x * 2 + 2, 4)[1]  # every element off by one
-    verdict, calls = check(found, 4, answers, tmp_path)
+    verdict, calls = check(found, 4, answers)
     assert calls == 0 and [rep for rep, _ in verdict["sketches"]] == [1]
 
 
@@ -94,7 +97,7 @@ def test_answers_under_another_nonce_are_not_used(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4, nonces=(NONCES[0] + 1, NONCES[1] + 1))
     found = timed(lambda x: x * 2 + 1, 4)
-    verdict, calls = check(found, 4, answers, tmp_path)
+    verdict, calls = check(found, 4, answers)
     assert verdict["sketches"] == [] and calls == 4
 
 
@@ -103,7 +106,7 @@ def test_a_timing_that_held_only_some_outputs_keeps_nothing(tmp_path):
     answers = TimedAnswers()
     reference_timing(answers, reps=4, hold=[1])
     found = timed(lambda x: x * 2 + 1, 4)
-    verdict, calls = check(found, 4, answers, tmp_path)
+    verdict, calls = check(found, 4, answers)
     assert verdict["sketches"] == [] and calls == 4
 
 
@@ -112,8 +115,11 @@ def test_held_outputs_are_compared_with_the_references_own_copy(tmp_path, offset
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
     found = timed(lambda x: x * 2 + 1, 4)
-    write_outputs(output_path(tmp_path, 0, "rep", 2), [rep_inputs(2, 4) * 2 + offset])
-    verdict, calls = check(found, 4, answers, tmp_path, held=[2])
+    fd = write_outputs("s0-rep2", [rep_inputs(2, 4) * 2 + offset])
+    try:
+        verdict, calls = check(found, 4, answers, held={2: fd})
+    finally:
+        os.close(fd)
     assert calls == 0 and (verdict["held"][0] is not None) == wrong
 
 
@@ -130,7 +136,7 @@ def test_only_sketches_beyond_their_floor_get_the_full_bound(tmp_path, monkeypat
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
     exact = timed(lambda x: x * 2 + 1, 6)
-    verdict, calls = check(exact, 6, answers, tmp_path)
+    verdict, calls = check(exact, 6, answers)
     assert verdict["sketches"] == [] and calls == 2 and bounded == []
 
     close = timed(lambda x: (x * 2 + 1) * (1 + 5e-5), 6)  # half of rtol: honest
@@ -139,14 +145,14 @@ def test_only_sketches_beyond_their_floor_get_the_full_bound(tmp_path, monkeypat
     assert beyond, "the scaled answers should leave some sketch beyond its floor"
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    verdict, calls = check(close, 6, answers, tmp_path)
+    verdict, calls = check(close, 6, answers)
     assert verdict["sketches"] == [] and len(bounded) == len(beyond)
     assert calls == 2 + sum(rep in (2, 5) for rep in beyond)  # repetitions 2 and 5 were not kept: computed again
 
     wrong = timed(lambda x: x * 2 + 1.5, 6)
     answers = TimedAnswers()
     reference_timing(answers, reps=4)
-    verdict, _ = check(wrong, 6, answers, tmp_path)
+    verdict, _ = check(wrong, 6, answers)
     assert [rep for rep, _ in verdict["sketches"]] == [0]
 
 
@@ -158,3 +164,15 @@ def test_answers_no_check_took_are_given_up_when_the_next_timing_begins():
     facts, held = timed_block(Reference(), 0, 2, NONCES[0], None)
     answers.keep({"shape": 0, "nonce": NONCES[0], "sketch_key": KEY + 1, "first": 0, "hold": None}, facts, held)
     assert {key[2] for key in answers.kept} == {KEY + 1}
+
+
+def test_a_check_gives_up_every_answer_of_its_shape_even_blocks_it_did_not_name():
+    answers = TimedAnswers()
+    reference_timing(answers, reps=4)
+    facts, held = timed_block(Reference(), 4, 2, 999, None)  # a third block, which the check below does not name
+    answers.keep({"shape": 0, "nonce": 999, "sketch_key": KEY, "first": 4, "hold": None}, facts, held)
+    facts, held = timed_block(Reference(), 0, 2, NONCES[0], None)  # another shape's, which stays for its own check
+    answers.keep({"shape": 1, "nonce": NONCES[0], "sketch_key": KEY, "first": 0, "hold": None}, facts, held)
+    taken = answers.take({"shape": 0, "blocks": blocks(4), "sketch_key": KEY})
+    assert sorted(taken) == [0, 1, 2, 3]
+    assert [key[0] for key in answers.kept] == [1]
