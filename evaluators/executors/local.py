@@ -147,7 +147,7 @@ class SlotProcess:
     forked: the executor's process has threads. One that dies under an evaluation (killed, out of memory) is the
     machinery's failure: InfrastructureError, and the next evaluation starts a new process. It leaves Ctrl-C to the
     executor's process, and ends once that process is gone (killed too), so no slot keeps its GPU's workers after a
-    stop; their orphan guards then end them.
+    stop; they then end with it (judge/parent_death.py, worker/orphan_guard.py).
     """
 
     def __init__(self, device: str):

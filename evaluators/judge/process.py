@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.judge import pause
+from evaluators.judge import parent_death, pause
 from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
 
@@ -130,8 +130,10 @@ class Worker:
         if use_ns:
             # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
             # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
-            command = [*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *command]
-        self.proc = subprocess.Popen(
+            # `unshare` dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
+            inside = parent_death.without_capabilities(command)
+            command = parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *inside])
+        self.proc = parent_death.popen(
             command,
             cwd=self.scratch,
             env=worker_env(device, self.scratch, options, toolchain),

@@ -4,6 +4,11 @@ The parent ends a worker by killing its process group, so the control pipe closi
 itself is gone (a Ray slot killed, a driver crashed). Between commands the worker reads that end of file and exits;
 in the middle of one (timing a kernel, a candidate's hung call) nothing else would end it, and it would keep its
 GPU memory and its share of the GPU from the evaluations that come after.
+
+This guard is a thread of the worker's own process, which a candidate's code can defeat (the red-team attack
+outlive_parent_dup2). A candidate in its own PID namespace also dies with its parent from outside its reach
+(judge/parent_death.py); this guard alone ends the reference, and a candidate where `unshare` is refused or setpriv
+is missing (bounded: docs/CONTRACTS.md).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -26,15 +27,15 @@ from rich.console import Console
 
 from evaluators import EvalOptions, batch, evaluate
 from evaluators.executors.local import LocalExecutor
-from evaluators.judge import process, reference_pool, spares
+from evaluators.judge import pause, process, reference_pool, spares
 from evaluators.judge.evaluate import WORKER_OPTIONS, EnvironmentFailure
 from evaluators.judge.strict import strict_options
-from evaluators.judge.toolchain import toolchain_key
 from evaluators.worker import device_memory
 from kernels.bundle import pack_problem
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
+from tests.evaluators.test_orphan_guard import alive
 
 HERE = Path(__file__).parent
 
@@ -165,6 +166,14 @@ def test_in_its_own_pid_namespace_a_candidate_cannot_reach_the_reference(own_pro
     assert result.status == "incorrect", result.message
 
 
+def test_in_its_own_pid_namespace_a_candidate_cannot_trace_the_namespaces_first_process(own_problem, options):
+    only_ns = options.model_copy(update={"pid_namespace": True, "timing": False})
+    if not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    result = evaluate(load_problem(own_problem), attack("trace_namespace_init"), "cpu", only_ns)
+    assert result.status == "correct", result.message
+
+
 @pytest.mark.xfail(
     strict=True,
     raises=EnvironmentFailure,
@@ -214,23 +223,48 @@ def test_memory_kept_by_an_escaped_child_is_still_the_candidates_shortage(
     assert result.status == "runtime_error", result.message
 
 
+DYING_PARENT = """
+import json, sys, time
+from evaluators import EvalOptions
+from evaluators.judge.process import Worker
+from evaluators.judge.toolchain import toolchain_key
+given = json.load(sys.stdin)
+worker = Worker("candidate", EvalOptions.model_validate(given["options"]), toolchain_key(), "cpu")
+(worker.scratch / "candidate.py").write_text(given["source"])
+worker.call({"cmd": "ping"}, "pong", "startup")
+worker._send({"id": 1, "stage": "build", "cmd": "job", "job": given["job"]})  # its import hangs: no reply to wait for
+print(worker.proc.pid, worker.scratch, flush=True)
+time.sleep(600)
+"""
+
+
 @pytest.mark.parametrize(
-    "replaced",
+    ("replaced", "namespace"),
     [
-        None,
-        "outlive_parent",
+        (None, True),
+        ("outlive_parent", True),
+        ("outlive_parent_dup2", True),
+        (None, False),
+        ("outlive_parent", False),
         pytest.param(
             "outlive_parent_dup2",
+            False,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="open: the guard polls the control pipe by its descriptor number; a candidate that moves the "
-                "pipe, puts a decoy it keeps open at that number and interrupts the waiting poll (a signal to the "
-                "guard's thread: Python polls again, on the decoy) outlives a parent that died",
+                raises=AssertionError,
+                reason="bounded (docs/CONTRACTS.md): without a PID namespace only the worker's own guard ends it, and "
+                "it polls the control pipe by its descriptor number; a candidate that moves the pipe, puts a decoy it "
+                "keeps open at that number and interrupts the waiting poll (Python polls again, on the decoy) "
+                "outlives a parent that died",
             ),
         ),
     ],
 )
-def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(own_problem, options, replaced):
+def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guard(
+    own_problem, options, replaced, namespace
+):
+    if namespace and not process.pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
     source = attack(replaced or "outlive_parent")
     if replaced is None:
         source = source.replace("_os.killpg = lambda *args: time.sleep(3600)\n", "")
@@ -239,24 +273,34 @@ def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guar
         "device": "cpu", "problem": pack_problem(problem), "shapes": [s.to_json() for s in problem.shapes("cpu")],
         "cache_dir": str(options.cache_dir), **options.model_dump(include=WORKER_OPTIONS), "role": "candidate",
     }  # fmt: skip
-    worker = process.Worker("candidate", options, toolchain_key(), "cpu")
+    given = {"options": options.model_dump(mode="json") | {"pid_namespace": namespace}, "source": source, "job": job}
+    # A real parent, killed: its death closes the control pipe and ends the thread that forked the worker.
+    parent = subprocess.Popen([sys.executable, "-c", DYING_PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    parent.stdin.write(json.dumps(given))
+    parent.stdin.close()
+    started = parent.stdout.readline().split()
+    assert started, "the parent did not start its worker"
+    worker_pid, scratch = int(started[0]), Path(started[1])
+    tree = {worker_pid}
     try:
-        (worker.scratch / "candidate.py").write_text(source)
-        worker.call({"cmd": "ping"}, "pong", "startup")
-        worker._send({"id": 1, "stage": "build", "cmd": "job", "job": job})  # its import hangs: no reply to wait for
         deadline = time.monotonic() + 60
-        while not (worker.scratch / "imported").exists() and time.monotonic() < deadline:
+        while not (scratch / "imported").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert (worker.scratch / "imported").exists(), worker.output_text()
-        os.close(worker._ctl_w)  # what the parent's death does to the control pipe
-        worker._ctl_w = -1
-        try:
-            worker.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        assert worker.proc.poll() is not None, "the worker outlived its parent"
+        assert (scratch / "imported").exists(), "the candidate was not imported"
+        tree |= pause.descendants(worker_pid)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(map(alive, tree)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(alive, tree)), "the worker outlived its parent"
     finally:
-        worker.close()
+        parent.kill()
+        for pid in tree:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.mark.xfail(
