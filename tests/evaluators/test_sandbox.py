@@ -7,7 +7,7 @@ import pytest
 
 from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.process import OutputCapture, Worker, WorkerFailure
+from evaluators.judge.process import OutputCapture, Worker, WorkerFailure, harness_pid, pid_namespace_available
 from evaluators.judge.toolchain import toolchain_key
 
 
@@ -74,3 +74,19 @@ def test_the_worker_finds_our_packages_without_an_installed_checkout(tmp_path):
     env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
     first = Path(env["PYTHONPATH"].split(":")[0])
     assert (first / "evaluators" / "worker" / "main.py").exists() and (first / "kernels").is_dir()
+
+
+@pytest.mark.parametrize("namespace", [False, True])
+def test_the_parent_finds_the_process_that_hands_outputs_over_by_its_own_numbering(tmp_path, namespace):
+    """The reference opens handed-over outputs as /proc/PID/fd/N, with the PID the parent found at the first ping."""
+    if namespace and not pid_namespace_available():
+        pytest.skip("unshare cannot make a PID namespace here")
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path, pid_namespace=namespace), toolchain_key(), "cpu")
+    try:
+        pong = worker.call({"cmd": "ping"}, "pong", "startup")
+        found = harness_pid(worker.proc.pid, pong.meta["pid"])
+        assert found is not None and (found == worker.proc.pid) != namespace  # a namespace starts it below its shell
+        assert b"evaluators.worker" in Path(f"/proc/{found}/cmdline").read_bytes()
+        assert harness_pid(worker.proc.pid, 10**9) is None
+    finally:
+        worker.close()
