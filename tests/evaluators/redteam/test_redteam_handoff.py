@@ -1,0 +1,121 @@
+"""Red team, the output handoff: what the reference loads from the candidate's sealed files, and what a candidate
+can reach of another evaluation's worker.
+
+Each attack in handoff/ is the control (control.py) with the attack appended. Each test asserts what an honest
+evaluator says; a hole still open is an xfail(strict=True) naming it, so the test starts passing once it is fixed.
+"""
+
+import concurrent.futures
+import shutil
+import time
+
+import pytest
+
+from evaluators import EvalOptions, evaluate
+from evaluators.judge import reference_pool, spares
+from evaluators.judge.evaluate import EnvironmentFailure
+from kernels.problem import load_problem
+from kernels.problem_types import ProblemError
+from tests.evaluators.conftest import PROBLEM
+from tests.evaluators.redteam.test_redteam import CONTROL, HERE
+
+
+def attack(name: str, **fill: str) -> str:
+    text = (HERE / "handoff" / f"{name}.py").read_text()
+    for key, value in fill.items():
+        text = text.replace(f"@{key}@", value)
+    return f"{CONTROL}\n\n{text}"
+
+
+@pytest.fixture
+def own_problem(tmp_path):
+    """A private copy of the test problem, with no warm reference of it anywhere (an attack may break one)."""
+    path = tmp_path / "problems" / PROBLEM.name
+    path.parent.mkdir()
+    shutil.copy(PROBLEM, path)
+    reference_pool.close_all()
+    yield path
+    reference_pool.close_all()
+    spares.close_all()
+
+
+@pytest.fixture
+def options(tmp_path):
+    return EvalOptions(timeout_s=30, cache_dir=tmp_path / "cache")
+
+
+def test_the_forged_numel_kernel_is_really_wrong(own_problem, options):
+    # The same kernel, its outputs left as the harness handed them over: the trials catch it.
+    source = attack("forge_numel_attribute").replace("_os.dup2(planted, fd)", "pass")
+    result = evaluate(load_problem(own_problem), source, "cpu", options.model_copy(update={"timing": False}))
+    assert result.status == "incorrect", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: torch.load(weights_only=True) sets a saved tensor's Python attributes on the loaded torch.Tensor "
+    "(_rebuild_from_type_v2, builtins.complex allowed); an instance attribute numel=complex makes compare_outputs "
+    "read numel() == 0 and skip every value, so a wrong kernel's trials and held repetitions all match",
+)
+def test_an_output_with_a_forged_numel_is_still_compared(own_problem, options):
+    result = evaluate(load_problem(own_problem), attack("forge_numel_attribute"), "cpu", options)
+    assert result.status == "incorrect", (result.status, result.message)
+
+
+@pytest.mark.parametrize("kind", ["meta", "nested"])
+@pytest.mark.xfail(
+    strict=True,
+    raises=ProblemError,
+    reason="open: meta and nested tensors load under weights_only=True, are exactly torch.Tensor and report the "
+    "strided layout, so read_outputs passes them; the comparison raises in the reference, which the parent blames "
+    "on the problem (ProblemError) instead of judging the candidate's unreadable output incorrect",
+)
+def test_an_output_the_comparison_cannot_read_is_the_candidates(own_problem, options, kind):
+    untimed = options.model_copy(update={"timing": False})
+    result = evaluate(load_problem(own_problem), attack("unreadable_tensor_kind", KIND=kind), "cpu", untimed)
+    assert result.status == "incorrect", result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=EnvironmentFailure,
+    reason="open: the handoff bounds the file's size, not what torch.load inflates from it; a 4 MiB deflated record "
+    "makes the reference allocate and inflate 4 GiB, past its compare limit (or the host's memory), and the "
+    "candidate is not judged (EnvironmentFailure: a batch leaves it out, a graph run ends)",
+)
+def test_an_output_that_inflates_in_the_reference_is_the_candidates(own_problem, options):
+    short = options.model_copy(update={"timing": False, "timeout_s": 5})
+    result = evaluate(load_problem(own_problem), attack("inflate_in_reference"), "cpu", short)
+    assert result.status in ("incorrect", "runtime_error", "timeout"), result.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: candidate sources are written to scratch/candidate.py in the parent's shared temporary directory "
+    "and imported from there; another evaluation's candidate plants a FIFO there, the parent's write blocks until it "
+    "opens it, and it renames its own source over the path before the worker imports it",
+)
+def test_a_candidate_cannot_replace_another_evaluations_source(tmp_path, own_problem, options):
+    other = tmp_path / "other" / PROBLEM.name
+    other.parent.mkdir()
+    shutil.copy(PROBLEM, other)
+    marker = options.cache_dir / "planting"
+    holder = concurrent.futures.ThreadPoolExecutor(1)
+    attacker = holder.submit(
+        evaluate, load_problem(own_problem), attack("plant_fifo_in_others_scratch"), "cpu",
+        options.model_copy(update={"timeout_s": 120}),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the attacker never reached its trials"
+        time.sleep(0.5)  # its thread plants in the spare its own evaluation started
+        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
+    finally:
+        options.cache_dir.mkdir(parents=True, exist_ok=True)
+        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
+        attacker.result(timeout=600)
+        holder.shutdown()
+        spares.close_all()  # a spare with a FIFO for its source must never be claimed
+    assert honest.status == "correct", (honest.status, honest.message, (options.cache_dir / "swapped").exists())
