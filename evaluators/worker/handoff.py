@@ -16,6 +16,7 @@ import fcntl
 import io
 import os
 import stat
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,16 +124,47 @@ def untrusted_file(handed: Handed, max_bytes: int) -> Iterator[tuple[int, int]]:
 def read_outputs(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
     """Reference side: the tensors handed over, read without trusting anything about the file."""
     with untrusted_file(handed, max_bytes) as (fd, size):
+        # Straight from the file into the tensors' storage: no second 256 MiB copy in between.
+        stream = io.BufferedReader(_BoundedFile(fd, size), 1 << 20)
+        _check_archive(stream, size, handed.name)
+        stream.seek(0)
         try:
-            # Straight from the file into the tensors' storage: no second 256 MiB copy in between.
-            stream = io.BufferedReader(_BoundedFile(fd, size), 1 << 20)
             loaded = torch.load(stream, map_location="cpu", weights_only=True)
         except Exception as exc:  # any malformed file is the candidate's, whatever the loader raises
             raise HandoffError(f"{handed.name} is not a readable tensor file ({type(exc).__name__})") from None
     if not isinstance(loaded, list) or not all(type(t) is torch.Tensor for t in loaded):
         raise HandoffError(f"{handed.name} does not hold a list of tensors")
-    # Dense tensors only, as a candidate's outputs reach the harness: the comparison cannot read a sparse or
-    # quantized layout, and its failure there blamed the problem.
-    if not all(t.layout is torch.strided and not t.is_quantized for t in loaded):
-        raise HandoffError(f"{handed.name} holds a tensor that is not dense")
+    for tensor in loaded:
+        if why := _not_plain(tensor):
+            raise HandoffError(f"{handed.name} holds a tensor {why}")
     return loaded
+
+
+def _check_archive(stream, size: int, name: str) -> None:
+    """torch.save's zip archive, every record stored as it is, before torch.load reads any of it.
+
+    What the loader allocates is then bounded by the bytes handed over: a 4 MiB deflated record made the reference
+    inflate 4 GiB.
+    """
+    try:
+        records = zipfile.ZipFile(stream).infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        raise HandoffError(f"{name} is not a torch.save archive") from None
+    stored = all(r.compress_type == zipfile.ZIP_STORED and r.file_size == r.compress_size for r in records)
+    if not stored or sum(r.file_size for r in records) > size:
+        raise HandoffError(f"{name} holds compressed records, which torch.save never writes")
+
+
+def _not_plain(tensor: torch.Tensor) -> str | None:
+    """Why a loaded tensor is not plain data the comparison can read, or None.
+
+    weights_only still restores a saved tensor's Python attributes: one named numel made the comparison see no
+    elements. Its properties (device, layout) cannot be shadowed that way; its methods can, so none is left to it.
+    Dense CPU tensors only, as a candidate's outputs reach the harness: the comparison cannot read a sparse,
+    quantized, nested or meta tensor, and its failure there blamed the problem.
+    """
+    if vars(tensor):
+        return "that carries Python attributes"
+    if tensor.layout is not torch.strided or tensor.is_quantized or tensor.is_nested or tensor.device.type != "cpu":
+        return "that is not dense on the CPU"
+    return None

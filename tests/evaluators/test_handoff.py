@@ -4,6 +4,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import zipfile
 from collections import OrderedDict
 
 import pytest
@@ -63,6 +64,19 @@ def _fifo(tmp_path) -> int:
     return os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK)
 
 
+def _deflated(file) -> None:
+    """A zip archive whose one record is deflated: 64 KiB of zeros in a few hundred bytes."""
+    with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("archive/data.pkl", b"\0" * (1 << 16))
+
+
+def _with_attribute(**attributes) -> torch.Tensor:
+    tensor = torch.ones(2)
+    for name, value in attributes.items():
+        setattr(tensor, name, value)
+    return tensor
+
+
 def _torch_saved(value) -> int:
     return sealed("planted", lambda file: torch.save(value, file))
 
@@ -76,12 +90,16 @@ def _torch_saved(value) -> int:
         (lambda tmp: _memory_file(lambda fd: torch.save([torch.ones(2)], f"/proc/self/fd/{fd}"), 0), "not sealed"),
         (lambda tmp: _memory_file(lambda fd: None, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW), "not sealed"),
         (lambda tmp: sealed("planted", lambda file: file.write(b"\0" * (LIMIT + 1))), "over the 1048576-byte limit"),
-        (lambda tmp: sealed("planted", lambda file: file.write(b"not a zip archive")), "not a readable tensor file"),
+        (lambda tmp: sealed("planted", lambda file: file.write(b"not a zip archive")), "not a torch.save archive"),
+        (lambda tmp: sealed("planted", _deflated), "compressed records"),
         (lambda tmp: _torch_saved(OrderedDict(out=torch.ones(2))), "does not hold a list of tensors"),
         (lambda tmp: _torch_saved([torch.ones(2), 3]), "does not hold a list of tensors"),
         (lambda tmp: _torch_saved([torch.nn.Parameter(torch.ones(2))]), "does not hold a list of tensors"),
         (lambda tmp: _torch_saved([torch.ones(2, 2).to_sparse()]), "not dense"),
         (lambda tmp: _torch_saved([torch.ones(2, 2).to_sparse_csr()]), "not dense"),
+        (lambda tmp: _torch_saved([torch.empty(2, device="meta")]), "not dense on the CPU"),
+        (lambda tmp: _torch_saved([torch.nested.nested_tensor([torch.ones(2), torch.ones(2)])]), "not dense"),
+        (lambda tmp: _torch_saved([_with_attribute(numel=complex)]), "carries Python attributes"),
     ],
     ids=[
         "missing",
@@ -91,11 +109,15 @@ def _torch_saved(value) -> int:
         "writable",
         "oversized",
         "garbage",
+        "deflated",
         "dict",
         "non-tensor",
         "tensor-subclass",
         "sparse",
         "sparse-csr",
+        "meta",
+        "nested",
+        "attribute",
     ],  # fmt: skip
 )
 def test_hostile_handoffs_are_refused_with_a_reason(tmp_path, opened, plant, reason):

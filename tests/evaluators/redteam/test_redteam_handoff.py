@@ -13,9 +13,7 @@ import pytest
 
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import reference_pool, spares
-from evaluators.judge.evaluate import EnvironmentFailure
 from kernels.problem import load_problem
-from kernels.problem_types import ProblemError
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL, HERE
 
@@ -51,38 +49,18 @@ def test_the_forged_numel_kernel_is_really_wrong(own_problem, options):
     assert result.status == "incorrect", result.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: torch.load(weights_only=True) sets a saved tensor's Python attributes on the loaded torch.Tensor "
-    "(_rebuild_from_type_v2, builtins.complex allowed); an instance attribute numel=complex makes compare_outputs "
-    "read numel() == 0 and skip every value, so a wrong kernel's trials and held repetitions all match",
-)
 def test_an_output_with_a_forged_numel_is_still_compared(own_problem, options):
     result = evaluate(load_problem(own_problem), attack("forge_numel_attribute"), "cpu", options)
     assert result.status == "incorrect", (result.status, result.message)
 
 
 @pytest.mark.parametrize("kind", ["meta", "nested"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=ProblemError,
-    reason="open: meta and nested tensors load under weights_only=True, are exactly torch.Tensor and report the "
-    "strided layout, so read_outputs passes them; the comparison raises in the reference, which the parent blames "
-    "on the problem (ProblemError) instead of judging the candidate's unreadable output incorrect",
-)
 def test_an_output_the_comparison_cannot_read_is_the_candidates(own_problem, options, kind):
     untimed = options.model_copy(update={"timing": False})
     result = evaluate(load_problem(own_problem), attack("unreadable_tensor_kind", KIND=kind), "cpu", untimed)
     assert result.status == "incorrect", result.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=EnvironmentFailure,
-    reason="open: the handoff bounds the file's size, not what torch.load inflates from it; a 4 MiB deflated record "
-    "makes the reference allocate and inflate 4 GiB, past its compare limit (or the host's memory), and the "
-    "candidate is not judged (EnvironmentFailure: a batch leaves it out, a graph run ends)",
-)
 def test_an_output_that_inflates_in_the_reference_is_the_candidates(own_problem, options):
     short = options.model_copy(update={"timing": False, "timeout_s": 5})
     result = evaluate(load_problem(own_problem), attack("inflate_in_reference"), "cpu", short)
