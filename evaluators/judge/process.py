@@ -157,9 +157,11 @@ class Worker:
         """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.
 
         A ping first: the parent's clock then tells start-up (the spare still importing torch) from the job itself.
+        The source travels in the job, over the control pipe: a file in the scratch directory, which any process of
+        the user can reach, was replaced there by another evaluation's candidate.
         """
         if candidate_source is not None:
-            (self.scratch / "candidate.py").write_text(candidate_source)
+            job = job | {"candidate_source": candidate_source}
         self.assigned = True
         pong = self.call({"cmd": "ping"}, "pong", "startup")
         # Found before the job, so before any candidate code runs: the reference opens what the candidate hands over

@@ -6,8 +6,9 @@ load_inline wrapper are bound before the candidate is imported; everything it re
 
 from __future__ import annotations
 
-import importlib.util
+import linecache
 import sys
+import types
 from pathlib import Path
 
 import torch
@@ -28,10 +29,7 @@ def serve_candidate(session: Session) -> None:
     job, runtime, device = session.job, session.runtime, session.device
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     evidence.install()
-    spec = importlib.util.spec_from_file_location("candidate", Path("candidate.py").resolve())
-    candidate = importlib.util.module_from_spec(spec)
-    sys.modules["candidate"] = candidate
-    spec.loader.exec_module(candidate)
+    candidate = _imported(job["candidate_source"])
     session.reply("loaded", {})
     models, held = {}, {}
     for command in session.commands():
@@ -79,6 +77,22 @@ def serve_candidate(session: Session) -> None:
             session.reply("probe", {"side_stream_ms": session.side_stream(models[i], command["seed"])})
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
+
+
+def _imported(source: str) -> types.ModuleType:
+    """The candidate's module, made from the text its job carries, never from a file.
+
+    Scratch directories sit side by side under one user: another evaluation's candidate had planted a FIFO where the
+    parent wrote this one's source, and renamed its own over it before the import. The lines go to linecache under
+    the module's file name, so tracebacks and inspect (Triton reads its kernels' source) find them there.
+    """
+    filename = str(Path("candidate.py").resolve())
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # no mtime: never reread
+    candidate = types.ModuleType("candidate")
+    candidate.__file__ = filename
+    sys.modules["candidate"] = candidate
+    exec(compile(source, filename, "exec"), candidate.__dict__)
+    return candidate
 
 
 def run_trials(session: Session, model, i: int, plan, on_device: bool) -> tuple[dict, dict, list[int]]:

@@ -67,12 +67,6 @@ def test_an_output_that_inflates_in_the_reference_is_the_candidates(own_problem,
     assert result.status in ("incorrect", "runtime_error", "timeout"), result.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: candidate sources are written to scratch/candidate.py in the parent's shared temporary directory "
-    "and imported from there; another evaluation's candidate plants a FIFO there, the parent's write blocks until it "
-    "opens it, and it renames its own source over the path before the worker imports it",
-)
 def test_a_candidate_cannot_replace_another_evaluations_source(tmp_path, own_problem, options):
     other = tmp_path / "other" / PROBLEM.name
     other.parent.mkdir()

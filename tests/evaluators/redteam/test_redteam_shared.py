@@ -231,9 +231,9 @@ from evaluators.judge.process import Worker
 from evaluators.judge.toolchain import toolchain_key
 given = json.load(sys.stdin)
 worker = Worker("candidate", EvalOptions.model_validate(given["options"]), toolchain_key(), "cpu")
-(worker.scratch / "candidate.py").write_text(given["source"])
 worker.call({"cmd": "ping"}, "pong", "startup")
-worker._send({"id": 1, "stage": "build", "cmd": "job", "job": given["job"]})  # its import hangs: no reply to wait for
+job = given["job"] | {"candidate_source": given["source"]}
+worker._send({"id": 1, "stage": "build", "cmd": "job", "job": job})  # its import hangs: no reply to wait for
 print(worker.proc.pid, worker.scratch, flush=True)
 time.sleep(600)
 """
