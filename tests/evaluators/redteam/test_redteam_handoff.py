@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from evaluators import EvalOptions, evaluate
-from evaluators.judge import reference_pool, spares
+from evaluators import evaluate
+from evaluators.judge import spares
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL, HERE
@@ -23,23 +23,6 @@ def attack(name: str, **fill: str) -> str:
     for key, value in fill.items():
         text = text.replace(f"@{key}@", value)
     return f"{CONTROL}\n\n{text}"
-
-
-@pytest.fixture
-def own_problem(tmp_path):
-    """A private copy of the test problem, with no warm reference of it anywhere (an attack may break one)."""
-    path = tmp_path / "problems" / PROBLEM.name
-    path.parent.mkdir()
-    shutil.copy(PROBLEM, path)
-    reference_pool.close_all()
-    yield path
-    reference_pool.close_all()
-    spares.close_all()
-
-
-@pytest.fixture
-def options(tmp_path):
-    return EvalOptions(timeout_s=30, cache_dir=tmp_path / "cache")
 
 
 def test_the_forged_numel_kernel_is_really_wrong(own_problem, options):

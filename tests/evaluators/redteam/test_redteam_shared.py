@@ -48,23 +48,6 @@ def attack(name: str, problem_file: Path | None = None) -> str:
     return f"{CONTROL}\n\n{text}"
 
 
-@pytest.fixture
-def own_problem(tmp_path):
-    """A private copy of the test problem (an attack may rewrite it), with no warm reference of it anywhere."""
-    path = tmp_path / "problems" / PROBLEM.name
-    path.parent.mkdir()
-    shutil.copy(PROBLEM, path)
-    reference_pool.close_all()
-    yield path
-    reference_pool.close_all()
-    spares.close_all()
-
-
-@pytest.fixture
-def options(tmp_path):
-    return EvalOptions(timeout_s=30, cache_dir=tmp_path / "cache")
-
-
 def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options):
     original = own_problem.read_text()
     problem = load_problem(own_problem)  # loaded once, as the batch does
