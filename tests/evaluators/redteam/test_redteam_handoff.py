@@ -5,16 +5,12 @@ Each attack in handoff/ is the control (control.py) with the attack appended. Ea
 evaluator says; a hole still open is an xfail(strict=True) naming it, so the test starts passing once it is fixed.
 """
 
-import concurrent.futures
-import shutil
-import time
-
 import pytest
 
 from evaluators import evaluate
 from evaluators.judge import spares
 from kernels.problem import load_problem
-from tests.evaluators.conftest import PROBLEM
+from tests.evaluators.redteam.conftest import honest_beside
 from tests.evaluators.redteam.test_redteam import CONTROL, HERE
 
 
@@ -50,27 +46,10 @@ def test_an_output_that_inflates_in_the_reference_is_the_candidates(own_problem,
     assert result.status in ("incorrect", "runtime_error", "timeout"), result.message
 
 
-def test_a_candidate_cannot_replace_another_evaluations_source(tmp_path, own_problem, options):
-    other = tmp_path / "other" / PROBLEM.name
-    other.parent.mkdir()
-    shutil.copy(PROBLEM, other)
-    marker = options.cache_dir / "planting"
-    holder = concurrent.futures.ThreadPoolExecutor(1)
-    attacker = holder.submit(
-        evaluate, load_problem(own_problem), attack("plant_fifo_in_others_scratch"), "cpu",
-        options.model_copy(update={"timeout_s": 120}),
-    )  # fmt: skip
+def test_a_candidate_cannot_replace_another_evaluations_source(own_problem, options):
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), "the attacker never reached its trials"
-        time.sleep(0.5)  # its thread plants in the spare its own evaluation started
-        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
+        # Its thread plants in the spare its own evaluation started, half a second after it holds.
+        honest = honest_beside(attack("plant_fifo_in_others_scratch"), "planting", own_problem, options, settle_s=0.5)
     finally:
-        options.cache_dir.mkdir(parents=True, exist_ok=True)
-        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
-        attacker.result(timeout=600)
-        holder.shutdown()
         spares.close_all()  # a spare with a FIFO for its source must never be claimed
     assert honest.status == "correct", (honest.status, honest.message, (options.cache_dir / "swapped").exists())

@@ -34,6 +34,7 @@ from evaluators.worker import device_memory
 from kernels.bundle import pack_problem
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
+from tests.evaluators.redteam.conftest import honest_beside
 from tests.evaluators.redteam.test_redteam import CONTROL, false_accept
 from tests.evaluators.test_orphan_guard import alive
 
@@ -386,27 +387,8 @@ def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_pat
     assert "_tampered_forward" not in own_problem.read_text()
 
 
-def test_a_candidate_cannot_overwrite_another_evaluations_outputs(tmp_path, own_problem, options):
-    other = tmp_path / "other" / PROBLEM.name
-    other.parent.mkdir()
-    shutil.copy(PROBLEM, other)
-    marker = options.cache_dir / "overwriting"
-    holder = concurrent.futures.ThreadPoolExecutor(1)
-    attacker = holder.submit(
-        evaluate, load_problem(own_problem), attack("overwrite_others_outputs"), "cpu",
-        options.model_copy(update={"timeout_s": 120}),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), "the attacker never reached its trials"
-        honest = evaluate(load_problem(other), CONTROL, "cpu", options.model_copy(update={"timing": False}))
-    finally:
-        options.cache_dir.mkdir(parents=True, exist_ok=True)
-        (options.cache_dir / "release").write_text("")  # the attacker's hold ends
-        attacker.result(timeout=600)
-        holder.shutdown()
+def test_a_candidate_cannot_overwrite_another_evaluations_outputs(own_problem, options):
+    honest = honest_beside(attack("overwrite_others_outputs"), "overwriting", own_problem, options)
     assert honest.status == "correct", honest.message
 
 
