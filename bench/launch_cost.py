@@ -53,10 +53,10 @@ def block_medians(runtime, model, blocks: int, warm_calls: int) -> list[float]:
     medians = []
     with torch.no_grad():
         warm_up(lambda a: model(*a), fresh, clocks, warm_calls, 1)
-        first = TimingPlan(0, 100, 1, 2, hold=[], flush_mb=512, timing_sets=4, held_device="cuda", lead_ms=2.0)
+        first = TimingPlan(0, 100, 1, hold=False, flush_mb=512, timing_sets=4, held_device="cuda", lead_ms=2.0)
         tensors = timing_tensors(fresh, first, "cuda")
         for block in range(blocks):
-            plan = TimingPlan(block * 100, 100, 1000 + block, 2, [], 512, 4, "cuda", lead_ms=2.0)
+            plan = TimingPlan(block * 100, 100, 1000 + block, False, 512, 4, "cuda", lead_ms=2.0)
             facts, _ = time_reps(lambda a: model(*a), None, plan, clocks, 0, lambda d: nullcontext(), tensors)
             medians.append(statistics.median(facts["times_ms"]))
     return medians

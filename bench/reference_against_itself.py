@@ -5,15 +5,16 @@ or problem files; --root runs another checkout's evaluator, an earlier commit, w
 the timing threads to the scheduler, as before the timing core). Pass 1 is every problem's first evaluation in this
 process, pass 2 reuses the warm references where they are still warm, pass 3 starts after every warm reference is
 closed. Prints, per evaluation, the speedup and each benchmark shape's reference/candidate figures (ms); writes
-reference_against_itself.jsonl, with each shape's timed repetitions of both sides, their side-stream probes and
-the events' tick. Every speedup should be 1.00: what moves is the timing's noise. Ends with how many shape timings
-were off by more than 2 %, and how many evaluations carried `timing_disputed`.
+reference_against_itself.jsonl, with each shape's timed repetitions of both sides, their side-stream probes, its
+blocks and the events' tick. Every speedup should be 1.00: what moves is the timing's noise. Ends with how many shape
+timings were off by more than 2 %, and how many evaluations carried `timing_disputed`.
 
 `python bench/reference_against_itself.py --reanalyze JSONL[.gz]...` (anywhere) judges kept files' times again by this
 checkout's rules (`judge/verdicts.py`: the medians, and the side-stream probe beyond the reference's). A file from
 before the probes were kept gives them as each figure less its median: what the evaluator then added. Each shape
-off by more than 2 % also gets its blocks compared (split as `judge/timing_plan.py` splits them): in how many the
-candidate's median is above the reference's, and the median of the blocks' own ratios.
+off by more than 2 % also gets its blocks compared (as many as the file kept, else as `judge/timing_plan.py` split them
+before a block's outputs were capped): in how many the candidate's median is above the reference's, and the median
+of the blocks' own ratios.
 """
 
 import argparse
@@ -37,12 +38,15 @@ from kernels.problem import load_problem  # noqa: E402
 RAW: list[tuple[list[float], list[float]]] = []  # (reference's, candidate's) times of each shape judged
 EXCESS: list[tuple[float, float]] = []  # reanalyzed: (candidate's probe over the reference's, runtime), ms
 PROBES: list[tuple[float, float]] = []  # (reference's, candidate's) side-stream probe of each shape judged
+BLOCKS: list[int] = []  # the candidate's timing blocks of each shape judged
 _apply = verdicts.apply_shape_timing
 
 
 def _kept(result, index, timing, reference, *args, **kwargs):
+    # The rest passed as given: a --root checkout from before the check moved into the timing passes more.
     RAW.append((reference.facts["times_ms"], timing.facts["times_ms"]))
     PROBES.append((reference.side_stream_ms, timing.side_stream_ms))
+    BLOCKS.append(len(timing.blocks))
     return _apply(result, index, timing, reference, *args, **kwargs)
 
 
@@ -51,13 +55,14 @@ def blocks_of(times: list[float], count: int) -> list[float]:
     return [statistics.median(times[first : first + reps]) for first, reps in timing_plan.split(len(times), count)]
 
 
-def offset_or_episode(reference: list[float], candidate: list[float]) -> str:
-    """How a missed shape's blocks compare, side by side.
+def offset_or_episode(reference: list[float], candidate: list[float], count: int | None) -> str:
+    """How a missed shape's blocks compare, side by side, in `count` blocks (None: a file that kept none).
 
     One side above in nearly every block is an offset between the two processes, which taking turns cannot share;
     a drift or an episode leaves the blocks' own ratios near 1.
     """
-    count = timing_plan.block_count(len(reference), len(candidate), "cuda")
+    # Such a file's blocks held any number of outputs: no layout capped them.
+    count = count or timing_plan.block_count(len(reference), len(candidate), "cuda", 1 << 30)
     ours, theirs = blocks_of(reference, count), blocks_of(candidate, count)
     above = sum(c > r for r, c in zip(ours, theirs, strict=True))
     paired = statistics.median(c / r for r, c in zip(ours, theirs, strict=True))
@@ -74,13 +79,14 @@ def reanalyze(path: Path) -> list[float]:
             (s[1] - verdicts.median_and_spread(r)[0], s[2] - verdicts.median_and_spread(c)[0])
             for s, (r, c) in zip(row["shapes"], row["times_ms"], strict=True)
         ]
-        for (r, c), (r_probe, c_probe) in zip(row["times_ms"], probes, strict=True):
+        counts = row.get("blocks") or [None] * len(row["times_ms"])
+        for (r, c), (r_probe, c_probe), count in zip(row["times_ms"], probes, counts, strict=True):
             baseline, runtime = verdicts.median_and_spread(r)[0], verdicts.median_and_spread(c)[0]
             if row.get("probes_ms"):
                 EXCESS.append((c_probe - r_probe, runtime))
             ratios.append((runtime + verdicts.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
             if abs(ratios[-1] - 1) > 0.02:
-                print(f"  pass {row['pass']} {row['problem']}: {ratios[-1]:.3f}, {offset_or_episode(r, c)}")
+                print(f"  pass {row['pass']} {row['problem']}: {ratios[-1]:.3f}, {offset_or_episode(r, c, count)}")
     return ratios
 
 
@@ -140,10 +146,12 @@ def main() -> None:
                 timed = [s for s in result.shapes if s.runtime_ms]
                 shapes = [[s.name, s.baseline_ms, s.runtime_ms, s.spread, s.reps] for s in timed]
                 flags = [f.code for f in result.flags]
-                raw, probes, RAW[:], PROBES[:] = list(RAW), list(PROBES), [], []
+                raw, probes, blocks = list(RAW), list(PROBES), list(BLOCKS)
+                RAW[:], PROBES[:], BLOCKS[:] = [], [], []
                 row = {"pass": run, "problem": problem.name, "status": result.status, "speedup": result.speedup,
                        "wall_s": time.perf_counter() - started, "ended": time.time(), "shapes": shapes, "flags": flags,
-                       "tick_ms": [tick_ms(r) for r, _ in raw], "times_ms": raw, "probes_ms": probes}  # fmt: skip
+                       "tick_ms": [tick_ms(r) for r, _ in raw], "times_ms": raw, "probes_ms": probes,
+                       "blocks": blocks}  # fmt: skip
                 ratios += [s[2] / s[1] for s in shapes]
                 disputed += "timing_disputed" in flags
                 log.write(json.dumps(row) + "\n")

@@ -1,10 +1,10 @@
-"""What the reference's checks cost on one large output: a sketch, its bound, and an element-wise comparison.
+"""What the reference's check costs on one large output: `compare_outputs`, element by element.
 
 `python bench/probes/check_cost.py [--elements N] [--dtype float32] [--repeats 5] [--root TREE]` on a GPU: times, with
-the device synchronized around each, the sketch of an N-element output (worker/sketch.py), the bound of an honest sketch
-(`sketch_tolerance`, read back as the check reads it) and `compare_outputs` against a copy within tolerance, in
-COMPARE_CHUNK chunks as the reference compares. level1/19's outputs are 4096 x 393216 (the default N). --root imports
-the evaluator from another checkout, so two commits can be timed on one machine. Prints medians in ms as JSON.
+the device synchronized around each, `compare_outputs` of an N-element output against a copy within tolerance, in
+COMPARE_CHUNK chunks as the reference compares every timed repetition's handed-over outputs. level1/19's outputs are
+4096 x 393216 (the default N). --root imports the evaluator from another checkout, so two commits can be timed on one
+machine. Prints the median in ms as JSON.
 """
 
 from __future__ import annotations
@@ -42,24 +42,18 @@ def main() -> None:
 
     from evaluators.worker.compare import compare_outputs
     from evaluators.worker.memory import COMPARE_CHUNK
-    from evaluators.worker.sketch import Sketcher, read_back, sketch_tolerance, sketch_values
 
     dtype = getattr(torch, args.dtype)
     expected = torch.randn(args.elements, device="cuda").to(dtype)
     found = expected + (1e-5 * torch.randn_like(expected, dtype=torch.float32)).to(dtype)
-    sketcher = Sketcher(7)
     sync = torch.cuda.synchronize
-    for _ in range(2):  # kernels loaded and weights drawn before anything is timed
-        sketch_values([sketcher.sketch([found])])
-        read_back([sketch_tolerance([expected], sketcher, None, None)])
+    # The comparison's kernels load on its first call (bench/probes/first_use.py): before anything is timed.
     compare_outputs([found[:1024]], [expected[:1024]], None, None, "cuda", COMPARE_CHUNK)
     result = {
         "root": str(args.root),
         "device": torch.cuda.get_device_name(),
         "elements": args.elements,
         "dtype": args.dtype,
-        "sketch_ms": _timed(lambda: sketch_values([sketcher.sketch([found])]), args.repeats, sync),
-        "bound_ms": _timed(lambda: read_back([sketch_tolerance([expected], sketcher, None, None)]), args.repeats, sync),
         "compare_ms": _timed(
             lambda: compare_outputs([found], [expected], None, None, "cuda", COMPARE_CHUNK), args.repeats, sync
         ),

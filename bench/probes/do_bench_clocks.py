@@ -6,6 +6,7 @@ and ours once more, polling nvidia-smi every 50 ms. Written to find out why our 
 can be several per cent below do_bench's.
 """
 
+import argparse
 import statistics
 import subprocess
 import sys
@@ -46,15 +47,6 @@ def phase(name, fn):
     )
 
 
-problem = load_problem("kernels/problems/matmul_bf16.py")
-rt = problem_runtime(problem, "cuda")
-rt.use_shape(problem.shapes("cuda")[0])
-model = rt.reference(42)
-args = rt.inputs(1042, "normal")
-REP_MS = float(sys.argv[1]) if len(sys.argv) > 1 else 200
-clocks = Clocks("cuda")
-
-
 def estimate_ms(call, fresh) -> float:
     """One call's milliseconds on a fresh input set, after one untimed call."""
     inputs = fresh(1)
@@ -66,35 +58,43 @@ def estimate_ms(call, fresh) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def ours():
+def ours(model, rt, clocks: Clocks, rep_ms: float) -> float:
     """Our timing routine as the parent commands it: the reference's estimate sizes warm-up and repetitions."""
     call, fresh = (lambda a: model(*a)), (lambda s: rt.inputs(s, "normal"))
     with torch.no_grad():
         estimate = estimate_ms(call, fresh)
         warm_up(call, fresh, clocks, int(min(max(25 / estimate, 1), 1000)), 2)
-        reps = int(min(max(REP_MS / estimate, 20), 2000))
-        plan = TimingPlan(0, reps, 7, 11, [], 512, 4, "cuda")
+        reps = int(min(max(rep_ms / estimate, 20), 2000))
+        plan = TimingPlan(0, reps, 7, False, 512, 4, "cuda")
         facts, _ = time_reps(call, fresh, plan, clocks, 0, lambda _: nullcontext())
     return statistics.median(facts["times_ms"])
 
 
-def dob():
+def dob(model, args, **options) -> float:
     with torch.no_grad():
-        return triton.testing.do_bench(lambda: model(*args), return_mode="median")
+        return triton.testing.do_bench(lambda: model(*args), return_mode="median", **options)
 
 
-def dob_long():
-    with torch.no_grad():
-        return triton.testing.do_bench(lambda: model(*args), warmup=500, rep=1000, return_mode="median")
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rep_ms", nargs="?", type=float, default=200, help="our timer's milliseconds of repetitions")
+    rep_ms = parser.parse_args().rep_ms
+    problem = load_problem("kernels/problems/matmul_bf16.py")
+    rt = problem_runtime(problem, "cuda")
+    rt.use_shape(problem.shapes("cuda")[0])
+    model = rt.reference(42)
+    args = rt.inputs(1042, "normal")
+    clocks = Clocks("cuda")
+    stop = threading.Event()
+    threading.Thread(target=poll, args=(stop,), daemon=True).start()
+    time.sleep(1)
+    for _ in range(3):
+        phase("ours", lambda: ours(model, rt, clocks, rep_ms))
+        phase("do_bench", lambda: dob(model, args))
+    phase("do_bench1s", lambda: dob(model, args, warmup=500, rep=1000))
+    phase("ours", lambda: ours(model, rt, clocks, rep_ms))
+    stop.set()
 
 
-stop = threading.Event()
-th = threading.Thread(target=poll, args=(stop,), daemon=True)
-th.start()
-time.sleep(1)
-for _ in range(3):
-    phase("ours", ours)
-    phase("do_bench", dob)
-phase("do_bench1s", dob_long)
-phase("ours", ours)
-stop.set()
+if __name__ == "__main__":
+    main()

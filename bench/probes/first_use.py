@@ -1,8 +1,9 @@
 """What a fresh process pays the first time the harness compares outputs, and what the worker's warm-up saves.
 
 `python bench/probes/first_use.py [--warm] [--numel N]` on a GPU, in a fresh process: opens the CUDA context, then (with
---warm) runs the worker's kernel warm-up (worker/kernel_warmup.py) and times it, then times three comparisons of N
-float32 elements (default 3,225,600: 12.9 MB) against a copy a little off, as the reference compares a trial.
+--warm) runs the reference worker's kernel warm-up (worker/kernel_warmup.py) and times it, then times three
+comparisons of N float32 elements (default 3,225,600: 12.9 MB) against a copy a little off, as the reference compares
+a trial.
 `--ops` instead times each operation of the comparison's float path on its first use, one by one.
 """
 
@@ -58,7 +59,7 @@ def main() -> None:
         first_ops(found, expected)
         return
     if args.warm:
-        timed("worker's warm-up", lambda: kernel_warmup.warm("cuda"))
+        timed("worker's warm-up", lambda: kernel_warmup.warm("cuda", "reference"))
     for n in range(3):
         timed(f"comparison {n + 1}", lambda: compare_outputs([found], [expected], 1e-4, 1e-4, "cuda"))
 

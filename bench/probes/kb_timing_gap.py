@@ -86,7 +86,7 @@ def variants(timing, model, draw, trials: int, clocks: Clocks) -> dict:
         call = lambda a: model(*a)  # noqa: E731
         with torch.no_grad():
             warm_up(call, draw, clocks, 5, 7)
-            plan = TimingPlan(0, trials, 7, 11, [], 512, 2, "cuda", lead_ms=LEAD_MS)
+            plan = TimingPlan(0, trials, 7, False, 512, 2, "cuda", lead_ms=LEAD_MS)
             facts, _ = time_reps(call, draw, plan, clocks, 0, lambda _: nullcontext())
         return statistics.median(facts["times_ms"])
 

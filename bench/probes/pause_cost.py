@@ -1,17 +1,18 @@
-"""What stopping a candidate's processes around the reference's timing commands costs (judge/pause.py).
+"""What stopping a candidate's processes during its timing costs (judge/pause.py).
 
 `python bench/probes/pause_cost.py [PROBLEM] [--device cpu|cuda]` evaluates PROBLEM (default: row_softmax) with its
-reference as the candidate, twice (a cold evaluation, then one with the reference warm), and times every pause:
-the SIGSTOP to the candidate's group and every descendant, the wait until each of its threads reads as stopped,
-and, after the reference's command, the SIGCONT. Prints per evaluation the pauses' count, median and total, the
-candidate's threads at the last pause, and the evaluation's wall time.
+reference as the candidate, twice (a cold evaluation, then one with the reference warm), and times every pause: the
+SIGSTOP to the candidate's group and every descendant, the wait until each of its threads reads as stopped, and the
+SIGCONT that ends it. The candidate is stopped through a shape's timing but for its own commands: a pause covers the
+reference's commands (its blocks, its check of each of the candidate's) up to the candidate's next. Prints per
+evaluation the pauses' count, median and total, the candidate's threads at the last pause, and the evaluation's wall
+time.
 """
 
 import argparse
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -25,21 +26,24 @@ from kernels.problem import load_problem  # noqa: E402
 
 PAUSES: list[float] = []  # seconds each pause cost the parent: stopping, and continuing
 THREADS: list[int] = []
-_stopped = pause.stopped
+_stop, _resume = pause.Stopper.stop, pause.Stopper.resume
 
 
-@contextmanager
-def timed_stop(root: int):
+def timed_stop(self) -> None:
     start = time.perf_counter()
-    with _stopped(root):
-        THREADS.append(sum(len(pause._tasks(pid)) for pid in {root} | pause.descendants(root)))
-        stopping = time.perf_counter() - start
-        yield
-        start = time.perf_counter()
-    PAUSES.append(stopping + time.perf_counter() - start)
+    _stop(self)
+    THREADS.append(sum(len(pause._tasks(pid)) for pid in {self.root} | pause.descendants(self.root)))
+    PAUSES.append(time.perf_counter() - start)
 
 
-pause.stopped = timed_stop
+def timed_resume(self) -> None:
+    # Every resume ends the stop before it (judge/timing_plan.py): the pause's cost is both.
+    start = time.perf_counter()
+    _resume(self)
+    PAUSES[-1] += time.perf_counter() - start
+
+
+pause.Stopper.stop, pause.Stopper.resume = timed_stop, timed_resume
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ once, then, in one process:
 - each piece of the timing loop's repetition (worker/timing.py) is timed on the host `--n` times, with the device
   synchronized after each so no queue builds up: the stream's hold and its release, the seeding alone (ours, and
   torch.manual_seed's for comparison), the input draw (seeding and the problem's generator), the flush, an event,
-  the call's issue, the sketch, a held copy, the final synchronize;
+  the call's issue, a held copy, the final synchronize;
 - the loop itself (`time_reps`, every output held, the lead from a rehearsal) runs `--rounds` times: the host's
   milliseconds per repetition, against the median the events read.
 Prints microseconds per piece (medians) and per repetition; writes them to --out as JSON.
@@ -29,7 +29,6 @@ import torch  # noqa: E402
 from stream_hold import timed  # noqa: E402
 
 from evaluators.judge.timing_plan import lead_ms  # noqa: E402
-from evaluators.worker.sketch import Sketcher  # noqa: E402
 from evaluators.worker.timing import Clocks, warm_up  # noqa: E402
 from evaluators.worker.trials import flatten_outputs  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
@@ -54,7 +53,6 @@ def pieces(call, draw, clocks: Clocks, n: int) -> dict:
     event = clocks.Event(enable_timing=True)
     args = draw(1)
     output = flatten_outputs(call(args), copy=False)
-    sketcher = Sketcher(7)
     clocks.hold_stream(1e-3)  # loads the hold
     clocks.release_stream()
 
@@ -71,7 +69,6 @@ def pieces(call, draw, clocks: Clocks, n: int) -> dict:
         "flush": host_us(flush.zero_, n, clocks),
         "event": host_us(lambda: clocks.record(event), n, clocks),
         "call (issue)": host_us(lambda: call(args), n, clocks),
-        "sketch": host_us(lambda: sketcher.sketch(output), n, clocks),
         "held copy": host_us(lambda: flatten_outputs(output, "cuda"), n, clocks),
         "sync (idle)": host_us(clocks.sync, n, clocks),
     }
@@ -79,11 +76,11 @@ def pieces(call, draw, clocks: Clocks, n: int) -> dict:
 
 def loop(call, draw, clocks: Clocks, reps: int, rounds: int) -> dict:
     """The timing loop's host ms per repetition and the events' median, per round (every output held)."""
-    rehearsal, _ = timed(call, draw, clocks, 5, 1e-3, 1, hold=None)
+    rehearsal, _ = timed(call, draw, clocks, 5, 1e-3, 1, hold=True)
     lead = lead_ms(rehearsal)
     found = {"lead_ms": lead, "host_ms_per_rep": [], "median_ms": [], "prepare_ms": [], "issue_ms": []}
     for r in range(rounds):
-        facts, per_rep = timed(call, draw, clocks, reps, lead, 10 + r, hold=None)
+        facts, per_rep = timed(call, draw, clocks, reps, lead, 10 + r, hold=True)
         found["host_ms_per_rep"].append(per_rep)
         found["median_ms"].append(statistics.median(facts["times_ms"]))
         found["prepare_ms"].append(statistics.median(facts["prepare_ms"]))

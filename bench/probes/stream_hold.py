@@ -31,14 +31,12 @@ from kernels.problem import load_problem  # noqa: E402
 from kernels.runtime import problem_runtime  # noqa: E402
 
 
-def timed(call, draw, clocks: Clocks, reps: int, lead: float, nonce: int, hold=()) -> tuple[dict, float]:
+def timed(call, draw, clocks: Clocks, reps: int, lead: float, nonce: int, hold=False) -> tuple[dict, float]:
     """(the loop's facts, host ms per repetition) for `reps` repetitions held for `lead` ms at most.
 
-    `hold`: the repetitions whose outputs are copied (None: every one, as the evaluator does for small outputs).
+    `hold`: every repetition's outputs copied, as the evaluator's timing blocks copy them (False: none).
     """
-    hold = None if hold is None else list(hold)
-    plan = TimingPlan(0, reps, nonce, sketch_key=nonce, hold=hold, flush_mb=512, timing_sets=2, held_device="cuda",
-                      lead_ms=lead)  # fmt: skip
+    plan = TimingPlan(0, reps, nonce, hold=hold, flush_mb=512, timing_sets=2, held_device="cuda", lead_ms=lead)
     began = time.perf_counter()
     facts, _ = time_reps(call, draw, plan, clocks, 0, lambda on_device: nullcontext())
     return facts, (time.perf_counter() - began) * 1e3 / reps

@@ -3,11 +3,13 @@
 `python bench/probes/timing_breakdown.py PROBLEM [--device cuda] [--runs 2] [--rehearsals]`: PROBLEM is a bundled name
 or a problem file; the candidate is its reference (an identity ModelNew). Each run evaluates in this process, the first
 with an empty cache directory, the next ones with what it left. Every command the parent sends a worker is timed where
-it is sent (its span: the command, the worker's work and the reply), and so are the candidate's pauses around the
-reference's commands. Prints, per run, the evaluator's stages, then per (role, command) the count and seconds, largest
-first: the timing stage's parts are the `warm`, `time`, `probe`, `hand_over`, `check_reps` and `release` rows and the
-pauses. Wrapping adds a few microseconds a command. --rehearsals also prints each side's rehearsal on a GPU, the
-reference's first: the lead it held and its host times per repetition (the reference's sizes the lead).
+it is sent (its span: the command, the worker's work and the reply), and so is each stop and continue of the
+candidate's processes (stopped through a shape's timing but for its own commands). Prints, per run, the evaluator's
+stages, then per (role, command) the count and seconds, largest first: the timing stage's parts are the `warm`,
+`time`, `probe`, `check_reps` and `release` rows and the pauses. There are no `hand_over` rows now: each `time`
+command hands its block's outputs over, and the reference's `check_reps` comes after every block. Wrapping adds a few
+microseconds a command. --rehearsals also prints each side's rehearsal on a GPU, the reference's first: the lead it
+held and its host times per repetition (the reference's sizes the lead).
 """
 
 import argparse
@@ -16,7 +18,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,15 +43,15 @@ def _timed_call(call):
     return timed
 
 
-def _timed_pause(stopped):
-    @contextmanager
-    def timed(root):
+def _timed_pause(step, name: str):
+    """Stopper.stop or Stopper.resume, its seconds kept under the candidate's `name` row."""
+
+    def timed(self):
         start = time.perf_counter()
-        with stopped(root):
-            SPENT[("candidate", "(stopping)")].append(time.perf_counter() - start)
-            yield
-            start = time.perf_counter()
-        SPENT[("candidate", "(continuing)")].append(time.perf_counter() - start)
+        try:
+            step(self)
+        finally:
+            SPENT[("candidate", name)].append(time.perf_counter() - start)
 
     return timed
 
@@ -81,7 +82,8 @@ def main() -> None:
     if args.rehearsals:
         timing_plan.Side.rehearse = _printed_rehearsal(timing_plan.Side.rehearse)
     process.Worker.call = _timed_call(process.Worker.call)
-    pause.stopped = _timed_pause(pause.stopped)
+    pause.Stopper.stop = _timed_pause(pause.Stopper.stop, "(stopping)")
+    pause.Stopper.resume = _timed_pause(pause.Stopper.resume, "(continuing)")
     os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="timing-breakdown-")
     from evaluators import EvalOptions, evaluate
 

@@ -7,7 +7,8 @@ reference, which never runs candidate code, opens them through the candidate's p
 device.
 Each benchmark shape is then timed on inputs drawn from a nonce the parent reveals with the command; the parent's
 own clock around that command bounds what the candidate's timer may claim (judge/wall.py), and every timed
-repetition's output is checked, by sketch, by the reference on the very inputs it was given.
+repetition's output is handed over with its block's reply and checked by the reference, element by element, on the
+very inputs it was given, while the candidate's processes are stopped (judge/timing_plan.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from evaluators.judge.reference_pool import (
 )
 from evaluators.judge.result import EvalResult
 from evaluators.judge.static import check_source
-from evaluators.judge.timing_plan import chosen_after
 from evaluators.judge.toolchain import device_kind, resolve_device, toolchain_key
 from evaluators.worker.device_lock import LockTimeout, device_key, device_lock, host_lock
 from evaluators.worker.trial_seeds import trial_plan
@@ -241,7 +241,11 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
             waited = timing.lock_wait_s
-            if device_kind(result.device) == "cuda" and wall.judge_timing(timing, reference_timing).disputed:
+            if (
+                timing.mismatch is None
+                and device_kind(result.device) == "cuda"
+                and wall.judge_timing(timing, reference_timing).disputed
+            ):
                 # A disputed timing is measured again, the reference's with it: a passing episode's noise passes,
                 # a forger's timer says the same twice.
                 reference_timing, timing = _timed(ask, reference, i, options)
@@ -255,25 +259,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
             verdict = verdicts.finish(result, "timeout", f"timeout: {exc}, by the candidate's own process", "")
             raise Stopped(verdict) from None
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + waited
-        held = chosen_after(timing, options.strict)
-        on_device = timing.layout["retained_on_device"]
-        handed = ask({"cmd": "hand_over", "shape": i, "reps": held, "on_device": on_device}, "handed", "timing")
-        checked = reference.request(
-            {
-                "cmd": "check_reps",
-                "shape": i,
-                **handed_over(candidate, handed, len(held)),
-                "reps": timing.reps,
-                "blocks": [[block.first, block.reps, block.nonce] for block in timing.blocks],
-                "sketch_key": timing.sketch_key,
-                "sketches": timing.facts["sketches"],
-                "held": held,
-                "held_on_device": on_device,
-            },
-            "comparison",
-            "compare_timed",
-        )
-        if not verdicts.apply_shape_timing(result, i, timing, reference_timing, held, checked.meta, meta, options):
+        if not verdicts.apply_shape_timing(result, i, timing, reference_timing, meta, options):
             return result
     return verdicts.summarize(result, options)
 
@@ -314,8 +300,9 @@ def _timed(ask, reference, shape: int, options: EvalOptions):
         lambda command, event: ask(command, event, "timing"),
         ask.candidate.paused,
         lambda: device_room.make_room(ask.result.device),
+        lambda reply, count: handed_over(ask.candidate, reply, count),
     )
-    why = _malformed_timing(timing)
+    why = None if timing.mismatch else _malformed_timing(timing)
     if why:
         raise Stopped(_broken(ask.candidate, ask.result, why))
     return reference_timing, timing
@@ -365,21 +352,19 @@ def _broken(candidate: Worker, result: EvalResult, what: str) -> EvalResult:
 
 
 def _malformed_timing(timing) -> str | None:
-    """Why the candidate's timing reply cannot be read, or None: one finite time and one sketch per repetition."""
-    times, sketches = timing.facts.get("times_ms"), timing.facts.get("sketches")
+    """Why the candidate's timing reply cannot be read, or None: one finite time per repetition."""
+    times = timing.facts.get("times_ms")
     if not (isinstance(times, list) and len(times) == timing.reps):
         return f"a timing reply without {timing.reps} times"
     if not all(map(verdicts.is_duration, times)):
         return "a timing reply with a time that is not a finite, non-negative number of at most a day"
-    if not (isinstance(sketches, list) and len(sketches) == timing.reps):
-        return f"a timing reply without {timing.reps} output sketches"
     side = timing.side_stream_ms
     if not verdicts.is_duration(side):
         return "a side-stream probe that is not a finite, non-negative number"
     return None
 
 
-def handed_over(candidate: Worker, reply: Reply, count: int) -> dict:
+def handed_over(candidate: Worker, reply: Reply | dict, count: int) -> dict:
     """Where the reference opens the `count` items the reply handed over: the candidate's process and descriptors.
 
     The process is the parent's own finding (Worker.harness_pid); the descriptors are the candidate's claim, and
@@ -387,6 +372,6 @@ def handed_over(candidate: Worker, reply: Reply, count: int) -> dict:
     """
     if candidate.harness_pid is None:
         raise EnvironmentFailure("not judged: the candidate's harness process was not found in /proc")
-    fds = reply.meta.get("handed")
+    fds = (reply.meta if isinstance(reply, Reply) else reply).get("handed")
     fds = fds if isinstance(fds, list) and len(fds) == count else [-1] * count
     return {"pid": candidate.harness_pid, "fds": [fd if type(fd) is int and 0 <= fd < 1 << 20 else -1 for fd in fds]}

@@ -1,8 +1,9 @@
-"""Stopping a candidate's processes while the reference is timed beside it.
+"""Stopping a candidate's processes whenever it has no command of the parent's to answer during its timing.
 
 The two are timed in turns (judge/timing_plan.py), and the candidate's process lives on through the reference's
-turns. Left running, a thread of it could keep the device or the host busy exactly then, slowing the reference
-and raising the baseline. SIGSTOP stops every thread of a process, and no handler can catch or ignore it.
+turns and its check. Left running, a thread of it could keep the device or the host busy exactly then, slowing the
+reference and raising the baseline, or rewrite the outputs it handed over while the reference reads them. SIGSTOP
+stops every thread of a process, and no handler can catch or ignore it.
 
 Every process the worker started is stopped, whatever process group or session it moved to: they are found as
 descendants of the worker's first process, through /proc's lists of each thread's children. In its own PID
@@ -25,26 +26,44 @@ PROC = Path("/proc")
 SETTLE_S, SCANS = 0.2, 5
 
 
-@contextmanager
-def stopped(root: int):
-    """Stop the process `root`, its process group and every descendant; continue them all afterwards."""
-    signalled = {root}
-    try:
-        _signal_group(root, signal.SIGSTOP)
-        _kill(root, signal.SIGSTOP)
+class Stopper:
+    """Stops and continues the process `root`, its process group and every descendant, as often as asked."""
+
+    def __init__(self, root: int):
+        self.root = root
+        self.signalled: set[int] = set()
+
+    def stop(self) -> None:
+        signalled = self.signalled = {self.root}
+        _signal_group(self.root, signal.SIGSTOP)
+        _kill(self.root, signal.SIGSTOP)
         for _ in range(SCANS):
-            new = descendants(root) - signalled
+            new = descendants(self.root) - signalled
             if not new:
                 break
             for pid in new:
                 _kill(pid, signal.SIGSTOP)
             signalled |= new
         _settle(signalled)
-        yield
-    finally:
-        _signal_group(root, signal.SIGCONT)
-        for pid in signalled:
+
+    def resume(self) -> None:
+        _signal_group(self.root, signal.SIGCONT)
+        for pid in self.signalled:
             _kill(pid, signal.SIGCONT)
+
+
+@contextmanager
+def stopped(root: int):
+    """Stop the process `root`, its process group and every descendant; continue them all afterwards.
+
+    Yields the Stopper, so the caller can let them run for a while inside (judge/timing_plan.py).
+    """
+    stopper = Stopper(root)
+    try:
+        stopper.stop()
+        yield stopper
+    finally:
+        stopper.resume()
 
 
 def descendants(root: int) -> set[int]:

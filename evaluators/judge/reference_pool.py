@@ -186,11 +186,12 @@ class ReferenceWorker:
     def _room_command(self, shape: int, settle: bool) -> dict:
         return {"cmd": "room", "shape": shape, "settle": settle}
 
-    def time_beside(self, shape: int, candidate_call, quiet, make_room) -> tuple[ShapeTiming, ShapeTiming]:
+    def time_beside(self, shape: int, candidate_call, quiet, make_room, where) -> tuple[ShapeTiming, ShapeTiming]:
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
-        context in which the candidate's processes are stopped, around each of the reference's commands. The
+        context in which the candidate's processes are stopped, all through the timing but for its own commands;
+        `where(reply, count)` says where the reference opens the outputs a candidate's reply handed over. The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
         for, are measured once per shape and kept. The timing is laid out on the device's free memory read just
@@ -200,8 +201,7 @@ class ReferenceWorker:
         memory = self.memory  # before the lock: planning takes it
 
         def call(command, event):
-            with quiet():
-                return self._checked(lambda: self.worker.call(command, event, _stage(command)))
+            return self._checked(lambda: self.worker.call(command, event, _stage(command)))
 
         def room() -> dict:
             reading = call(self._room_command(shape, False), "room").meta
@@ -213,14 +213,14 @@ class ReferenceWorker:
 
         def compiled(side) -> dict:
             if shape not in self.compiled:
-                command = side.command(0, side.timing.reps, True, secrets.randbits(30)) | {"hold": []}
+                command = side.command(0, side.timing.reps, True, secrets.randbits(30), hold=False)
                 self.compiled[shape] = call(command | {"cmd": "time_compiled", "calls": side.warm, "seed": side.seed},
                                             "compiled").meta  # fmt: skip
             return self.compiled[shape]
 
         with self.lock:
             return time_side_by_side(
-                call, candidate_call, shape, self.device, self.options, memory, room,
+                call, candidate_call, shape, self.device, self.options, memory, room, quiet, where,
                 compiled if self.options.compile_baseline else None,
             )  # fmt: skip
 
@@ -236,7 +236,7 @@ class ReferenceWorker:
 
 def _stage(command: dict) -> str:
     """torch.compile of the reference may take minutes: the build stage's limit applies to it."""
-    return "build" if command["cmd"] == "time_compiled" else "timing"
+    return {"time_compiled": "build", "check_reps": "compare_timed"}.get(command["cmd"], "timing")
 
 
 _pool: dict[str, ReferenceWorker] = {}

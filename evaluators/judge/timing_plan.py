@@ -9,15 +9,22 @@ memory as it is once the timing lock is held (worker/memory.py, timing_layout); 
 sides' timing sets at once, the reference is timed first and the candidate after it.
 
 The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
-per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds, the sketch key and
-the repetitions to hold are drawn here, by the parent, once both processes are loaded, correct and warm. Each block
-has a nonce of its own, drawn as the block is sent: a repetition's inputs follow from its block's nonce, so nothing
-a process is told lets it compute a later block's answers early (one call doing a whole block's work is inside that
-block's mean, which is what the parent checks: judge/wall.py). Both sides' block b share its nonce and the shape's
-sketch key: the reference's repetition k of block b runs on the inputs of the candidate's repetition k of block b,
-so the sketch it takes there is the one its check of the candidate's would otherwise compute again with one more
-call (worker/timed_answers.py). The rehearsal's nonce and key are thrown away. The parent holds the device's timing
-lock around all of it, so its clock never counts a wait for it.
+per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds are drawn here, by the
+parent, once both processes are loaded, correct and warm. Each block has a nonce of its own, drawn as the block is
+sent: a repetition's inputs follow from its block's nonce, so nothing a process is told lets it compute a later
+block's answers early (one call doing a whole block's work is inside that block's mean, which is what the parent
+checks: judge/wall.py). Both sides' block b share its nonce, so the reference's repetition k of block b runs on the
+inputs of the candidate's repetition k of block b, and its copy there answers its check of the candidate's
+(worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its clock never counts a
+wait for it.
+
+Every timed repetition's outputs are checked, element by element, by the reference. Each block's timing command
+copies every repetition's outputs and hands them over before it replies, inside the parent's clock, on both sides
+alike. From that reply until the candidate's next command its processes are stopped (judge/pause.py), and the
+reference checks the block's outputs meanwhile: nothing the candidate does after its block, in a later block or
+command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block
+holds no more repetitions than the device keeps copies of at once (the layout's `retained`); a shape needs more
+blocks where its outputs are large.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
@@ -39,9 +46,6 @@ from evaluators.judge.toolchain import device_kind
 from evaluators.judge.wall import Span
 from evaluators.worker.device_lock import device_key, device_lock, host_lock
 
-# Every timed output is held (and the parent picks which to check after the timing) when they fit in this much;
-# beyond it the parent picks them before the timing and the sketches alone cover the rest.
-HOLD_ALL_BYTES = 256 << 20
 REHEARSAL_REPS = 5
 # Blocks per side: each side's 100 ms budget of calls (plus the harness's work) falls into pieces of about ten
 # milliseconds, shorter than the episodes they are meant to share. A block's first calls after the other process's
@@ -50,7 +54,6 @@ REHEARSAL_REPS = 5
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
-_RANDOM = secrets.SystemRandom()
 # The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
 # where the released hold cannot load.
 _CALIBRATE_MS = 1e-3
@@ -71,9 +74,7 @@ class ShapeTiming:
     """One side's timing of one shape as the parent commanded and saw it."""
 
     reps: int
-    hold: list[int] | None  # the repetitions held, None for every one
-    sketch_key: int
-    facts: dict = field(default_factory=dict)  # the replies joined: times_ms, sketches, label
+    facts: dict = field(default_factory=dict)  # the replies joined: times_ms, label
     span: Span | None = None
     blocks: list[Block] = field(default_factory=list)  # in the order sent
     side_stream_ms: float = 0.0
@@ -82,45 +83,35 @@ class ShapeTiming:
     lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
     alone: bool = False  # timed with nothing timed or started on the machine's other GPUs meanwhile
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
+    mismatch: list | None = None  # the reference's check: [repetition, mismatch] of the first that differs
 
 
-def repetitions(estimate_ms: float, device: str, options: EvalOptions, memory: dict, shape: int):
-    """(repetitions, hold every output?) for a call of `estimate_ms`.
+def repetitions(estimate_ms: float, device: str, options: EvalOptions) -> int:
+    """Repetitions for a call of `estimate_ms`.
 
     A strict re-evaluation is timed by this same rule: its figure is the one that counts once it clears, so the
     parent's clock must vouch for it as tightly as for the first's (wall.slack_ms spreads a fixed jitter over the
-    repetitions, and one block a side draws no noise band). It checks every output it holds instead (chosen_after).
+    repetitions, and one block a side draws no noise band).
     """
     if device_kind(device) == "cpu":
-        return options.cpu_reps, True
-    reps = int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
-    sizes = memory.get("sizes") or []
-    output_bytes = sizes[shape]["output_bytes"] if shape < len(sizes) else 0
-    return reps, reps * output_bytes <= HOLD_ALL_BYTES
+        return options.cpu_reps
+    return int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
 
 
-def plan_timing(reps: int, hold_all: bool, retained: int, sketch_key: int) -> ShapeTiming:
-    """The held repetitions for one side's timing, with the shape's sketch key."""
-    hold = None if hold_all else sorted(_RANDOM.sample(range(reps), min(retained, reps)))
-    return ShapeTiming(reps, hold, sketch_key)
+def block_count(reference_reps: int, candidate_reps: int, device: str, retained: int) -> int:
+    """Blocks a side: on a GPU up to TIMING_BLOCKS of at least BLOCK_REPS; on the CPU one repetition a block.
 
-
-def chosen_after(timing: ShapeTiming, strict: bool) -> list[int]:
-    """The held repetitions the parent checks element-wise, picked after the timing where every one was held.
-
-    A strict run checks every one it held: all of them where they fit in HOLD_ALL_BYTES, as a first run holds them.
+    More where a block of the side with fewer repetitions would hold more outputs than `retained`; the other side
+    is then cut to what its blocks hold (held_reps).
     """
-    if timing.hold is not None:
-        return timing.hold
-    if strict:
-        return list(range(timing.reps))
-    return sorted(_RANDOM.sample(range(timing.reps), min(timing.layout["retained"], timing.reps)))
-
-
-def block_count(reference_reps: int, candidate_reps: int, device: str) -> int:
-    """Blocks a side: on a GPU up to TIMING_BLOCKS of at least BLOCK_REPS; on the CPU one repetition a block."""
     fewest = min(reference_reps, candidate_reps)
-    return max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
+    blocks = max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
+    return max(blocks, -(-fewest // max(retained, 1)))
+
+
+def held_reps(timing: ShapeTiming, blocks: int, retained: int) -> None:
+    """A side's repetitions cut to what `blocks` blocks of at most `retained` held outputs each hold."""
+    timing.reps = min(timing.reps, blocks * retained)
 
 
 def lead_ms(rehearsal: dict | None) -> float:
@@ -141,14 +132,15 @@ def split(reps: int, blocks: int) -> list[tuple[int, int]]:
 class Side:
     """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
-    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, sketch_key: int):
+    def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, keep: bool = False):
         self.call, self.shape, self.device, self.options = call, shape, device, options
         self.memory = memory
-        self.sketch_key = sketch_key  # the shape's, the same for both sides
+        self.keep = keep  # the reference keeps each block's copies for its check of the candidate's (timed_answers)
         self.seed = secrets.randbits(30)
         self.warm = 0
         self.timing: ShapeTiming | None = None
         self.lead_ms = 0.0
+        self.last_reply: dict = {}
 
     def warm_up(self) -> None:
         """Warm the process up at the shape and plan its timing from the seconds per call the warm-up showed.
@@ -167,50 +159,49 @@ class Side:
         else:
             warm = 1
         self.warm = warm
-        reps, hold_all = repetitions(max(per_call * 1e3, 1e-3), self.device, options, self.memory, self.shape)
-        self.timing = plan_timing(reps, hold_all, self.memory["retained"], self.sketch_key)
+        self.timing = ShapeTiming(repetitions(max(per_call * 1e3, 1e-3), self.device, options))
 
-    def command(self, first: int, reps: int, last: bool, nonce: int) -> dict:
-        """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards."""
-        timing = self.timing
-        hold = None if timing.hold is None else [r for r in timing.hold if first <= r < first + reps]
+    def command(self, first: int, reps: int, last: bool, nonce: int, hold: bool = True) -> dict:
+        """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards.
+
+        Held, every repetition's outputs are copied and handed over before the reply.
+        """
         return {
-            "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce,
-            "sketch_key": timing.sketch_key, "hold": hold, "last": last, "lead_ms": self.lead_ms,
+            "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce, "hold": hold,
+            "keep": hold and self.keep, "last": last, "lead_ms": self.lead_ms,
             "timing_sets": self.memory["timing_sets"], "held_on_device": self.memory["retained_on_device"],
         }  # fmt: skip
 
     def rehearse(self, lead: float) -> dict | None:
         """On a GPU, a run unchecked and untimed by anyone, holding the stream `lead` ms; its reply's facts.
 
-        The allocator's blocks, the events, the spin's calibration and the sketch's weights then exist before the
-        parent's clock starts, on both sides alike.
+        The allocator's blocks, the events and the spin's calibration then exist before the parent's clock starts,
+        on both sides alike. It holds no outputs: no one reads them.
         """
         if device_kind(self.device) != "cuda":
             return None
         self.lead_ms = lead
-        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False, secrets.randbits(30))
-        # A key of its own: the rehearsal's outputs are checked by no one, so the shape's key must not pass through it.
-        return self.call(rehearsal | {"sketch_key": secrets.randbits(62), "hold": []}, "timing").meta
+        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False, secrets.randbits(30), hold=False)
+        return self.call(rehearsal, "timing").meta
 
     def block(self, first: int, reps: int, last: bool, nonce: int) -> None:
         """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
         reply = self.call(self.command(first, reps, last, nonce), "timing")
         facts = self.timing.facts
-        for key in ("times_ms", "sketches", "issue_ms", "prepare_ms"):
+        for key in ("times_ms", "issue_ms", "prepare_ms"):
             values = reply.meta.get(key)
-            # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed), and a
-            # block's extras shift the sketches off the repetitions they must match.
+            # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed).
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
         self.timing.blocks.append(Block(first, reps, nonce, reply.span))
+        self.last_reply = reply.meta
 
     def finish(self, reference: bool) -> ShapeTiming:
         """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""
         timing = self.timing
         timing.span = Span(sum(block.seconds for block in timing.blocks), timing.reps, len(timing.blocks))
         if reference:
-            timing.fixed_s = self.call(self.command(0, 0, True, secrets.randbits(30)) | {"hold": []}, "timing").span
+            timing.fixed_s = self.call(self.command(0, 0, True, secrets.randbits(30), hold=False), "timing").span
         if device_kind(self.device) == "cuda":
             probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
@@ -219,37 +210,70 @@ class Side:
 
 def _rehearse_reference(reference: Side) -> float:
     """The reference's rehearsal, which sizes the lead both sides then hold (ms); the reference's set to it."""
-    reference.lead_ms = lead = lead_ms(reference.rehearse(_CALIBRATE_MS))
-    return lead
+    reference.lead_ms = lead_ms(reference.rehearse(_CALIBRATE_MS))
+    return reference.lead_ms
+
+
+def _check_block(reference_call, where, candidate: Side, layout: dict, last: bool) -> None:
+    """The reference's check of the candidate's latest block, its processes stopped; the first mismatch kept.
+
+    `where(reply, count)` is where the reference opens what the candidate's reply handed over (judge/evaluate.py);
+    `last`: the reference is done timing this shape.
+    """
+    timing, block = candidate.timing, candidate.timing.blocks[-1]
+    # A wrong candidate is timed to the end, so both workers finish the shape as planned; its later blocks go
+    # unchecked, but the last check still comes, for the reference to give its memory back.
+    reps = list(range(block.first, block.first + block.reps)) if timing.mismatch is None else []
+    if not (reps or last):
+        return
+    command = {
+        "cmd": "check_reps", "shape": candidate.shape, "reps": reps, "blocks": [[block.first, block.reps, block.nonce]],
+        "held_on_device": layout["retained_on_device"], "last": last, **where(candidate.last_reply, len(reps)),
+        "digests": candidate.last_reply.get("digests") if reps else [],
+    }  # fmt: skip
+    mismatch = reference_call(command, "comparison").meta.get("mismatch")
+    timing.mismatch = timing.mismatch or mismatch
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      room, compiled=None):  # fmt: skip
+                      room, quiet, where, compiled=None):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
     timing out (a TimingLayout's fields) once the lock is held: no other evaluation's timing tensors come or go on
-    the device until it is done. `compiled(side)`, if given, times torch.compile(reference) once the reference is
-    warm (the reference's Side: its warm-up count and seed). It runs with the host's lock held alone: no timing,
-    worker start or first calls of a problem's kernels on any other GPU of this machine meanwhile
-    (worker/device_lock.py says why).
+    the device until it is done. `quiet()` is a context in which the candidate's processes are stopped (a
+    judge/pause.py Stopper); they run only while the candidate answers a command. `where(reply, count)` says where
+    the reference opens the `count` outputs a candidate's reply handed over. `compiled(side)`, if given, times
+    torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed). It runs
+    with the host's lock held alone: no timing, worker start or first calls of a problem's kernels on any other GPU
+    of this machine meanwhile (worker/device_lock.py says why).
     """
-    sketch_key = secrets.randbits(62)
     waited = time.perf_counter()
     with (
         device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
         host_lock(options.cache_dir, alone=True) as had_host,
+        quiet() as stopper,
     ):
         waited = time.perf_counter() - waited
+
+        def asked(command, event):
+            stopper.resume()
+            try:
+                return candidate_call(command, event)
+            finally:
+                stopper.stop()
+
         layout = room()
-        memory = memory | layout
-        reference = Side(reference_call, shape, device, options, memory, sketch_key)
-        candidate = Side(candidate_call, shape, device, options, memory, sketch_key)
+        memory, retained = memory | layout, layout["retained"]
+        reference = Side(reference_call, shape, device, options, memory, keep=layout["side_by_side"])
+        candidate = Side(asked, shape, device, options, memory)
         if layout["side_by_side"]:
             for side in (reference, candidate):
                 side.warm_up()
             candidate.rehearse(_rehearse_reference(reference))
-            blocks = block_count(reference.timing.reps, candidate.timing.reps, device)
+            blocks = block_count(reference.timing.reps, candidate.timing.reps, device, retained)
+            for side in (reference, candidate):
+                held_reps(side.timing, blocks, retained)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -257,23 +281,28 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 turns = [(reference, ours, False), (candidate, theirs, b == blocks - 1)]
                 for side, run, last in turns if b % 2 == 0 else turns[::-1]:
                     side.block(*run, last=last, nonce=nonce)
+                _check_block(reference_call, where, candidate, layout, last=b == blocks - 1)
             reference_timing = reference.finish(reference=True)
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
-            # Each side still in blocks, so both report the statistic the parent checks block by block.
-            # Block b of either side has one nonce, as side by side, so the reference's answers serve its check.
+            # Each side still in blocks, so both report the statistic the parent checks block by block. Block b of
+            # either side has one nonce, as side by side; the reference keeps no copies for its check here (the
+            # device has no room for them), so it computes its answers again.
             nonces: dict[int, int] = {}
             reference.warm_up()
             lead = _rehearse_reference(reference)
-            runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device))
+            runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
+                                                            retained))  # fmt: skip
             for b, run in enumerate(runs):
                 reference.block(*run, last=False, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
             candidate.rehearse(lead)
-            runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device))
+            runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
+                                                            retained))  # fmt: skip
             for b, run in enumerate(runs):
                 candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
+                _check_block(reference_call, where, candidate, layout, last=True)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
         if compiled is not None:

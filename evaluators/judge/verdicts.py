@@ -128,21 +128,16 @@ def _is_share(value) -> bool:
     return type(value) in (int, float) and 0.0 <= value <= 1.0
 
 
-def apply_shape_timing(
-    result: EvalResult, index: int, timing, reference, held: list[int], checked: dict, meta, options
-) -> bool:
+def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, options) -> bool:
     """One benchmark shape's runtime, baseline, speedup and roofline; a timed output that mismatches is incorrect.
 
     `timing` and `reference` are the candidate's and the reference's ShapeTiming at the shape (judge/timing_plan.py);
-    `checked` is the reference's check of every repetition's sketch and of the `held` repetitions' outputs.
+    the candidate's carries the reference's check of every timed repetition's outputs.
     """
     shape_result = result.shapes[index]
-    for rep, mismatch in zip(held, checked["held"], strict=False):
-        if mismatch:
-            _fail_timed_rep(result, shape_result, rep, mismatch["summary"], mismatch["details"])
-            return False
-    for rep, why in checked["sketches"][:1]:
-        _fail_timed_rep(result, shape_result, rep, why, "")
+    if timing.mismatch:
+        rep, mismatch = timing.mismatch
+        _fail_timed_rep(result, shape_result, rep, mismatch["summary"], mismatch["details"])
         return False
     device = device_kind(result.device)
     reference_clock = wall.judge_timing(reference, reference)

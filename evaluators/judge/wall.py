@@ -3,9 +3,9 @@
 The parent times each timing command from sending it to having its reply. The reference ran the same routine in
 its own (trusted) process, in as many commands, and once more with no repetition (the fixed cost of a command:
 the pipe, the flush buffer, the last sync), so what the harness costs per repetition (drawing inputs, flushing,
-sketching, holding copies) is known apart from the reference's own calls; what is left of a side's span is its
-calls. Work hidden anywhere in the candidate's process while the command runs (a patched timer, answers
-recomputed between repetitions, a stall) shows up there.
+copying the outputs and handing them over) is known apart from the reference's own calls; what is left of a
+side's span is its calls. Work hidden anywhere in the candidate's process while the command runs (a patched
+timer, answers recomputed between repetitions, a stall) shows up there.
 
 The statistic a shape reports is the median, over its blocks, of each block's mean time per call, and the parent
 checks that same statistic: the median over the same blocks of its own figure per call. A mean is what the parent's

@@ -20,18 +20,18 @@ from evaluators.worker.trial_seeds import trial_plan
 
 
 def serve_candidate(session: Session) -> None:
-    """Import the candidate, then answer: build, plan, trials, release, warm, time, hand_over, probe per shape.
+    """Import the candidate, then answer: build, plan, trials, release, warm, time, probe per shape.
 
     The first build may come before the reference has planned device memory; "plan" brings the plan before any
-    command that needs it. Outputs are handed over in sealed files whose descriptors the replies name
-    (worker/handoff.py).
+    command that needs it. Outputs, the trials' and every timed repetition's, are handed over in sealed files whose
+    descriptors the replies name (worker/handoff.py).
     """
     job, runtime, device = session.job, session.runtime, session.device
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     evidence.install()
     candidate = _imported(job["candidate_source"])
     session.reply("loaded", {})
-    models, held = {}, {}
+    models = {}
     for command in session.commands():
         cmd, i = command["cmd"], command.get("shape")
         if cmd == "build":
@@ -59,20 +59,7 @@ def serve_candidate(session: Session) -> None:
             session.warm(models[i], command)
             session.reply("warmed", {})
         elif cmd == "time":
-            # A shape's repetitions come in blocks, numbered throughout; hand_over takes them all. A run starting
-            # at 0 (the rehearsal, a disputed timing made again) drops an earlier run's copies before it copies.
-            if command["first"] == 0:
-                held = {}
-            facts, block = session.time(models[i], command)
-            held |= block
-            session.reply("timing", facts)
-        elif cmd == "hand_over":
-            on_device = device == "cuda" and command["on_device"]
-            handed = [session.hand_over(output_name(i, "rep", rep), held[rep], on_device) for rep in command["reps"]]
-            held = {}
-            if device == "cuda":
-                torch.cuda.empty_cache()
-            session.reply("handed", {"handed": handed})
+            session.reply("timing", session.time(models[i], command)[0])
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(models[i], command["seed"])})
         else:

@@ -28,6 +28,7 @@ from evaluators.worker.handoff import Handed, HandoffError, sealed, untrusted_fi
 
 _SHARE = torch.UntypedStorage._share_cuda_  # bound at import: the candidate's patches never see its outputs
 _OPEN = torch.UntypedStorage._new_shared_cuda
+_RELEASE = torch.UntypedStorage._release_ipc_counter_cuda
 _MEM_POOL, _USE_MEM_POOL, _EMPTY_CACHE = torch.cuda.MemPool, torch.cuda.use_mem_pool, torch.cuda.empty_cache
 _DUMPS = json.dumps
 
@@ -75,21 +76,33 @@ class HeldOutputs:
     def hold(self, outputs: list[torch.Tensor]) -> None:
         self.outputs.append(outputs)
 
-    def release(self) -> None:
-        """Drop every held output; the pool's memory goes back to the driver."""
+    def release(self, keep_pool: bool = False) -> None:
+        """Drop every held output; the pool's memory goes back to the driver, unless `keep_pool`.
+
+        Between a shape's timing blocks (and the reference's checks of them) the pool stays: emptying the
+        allocator's cache there gave back the blocks of the calls' own temporaries too, and the next block's first
+        call allocated them again inside its timing.
+        """
         self.outputs.clear()
-        if self.pool is not None:
+        if self.pool is not None and not keep_pool:
             self.pool = None  # a MemPool's cached segments are freed once it is gone
             _EMPTY_CACHE()
 
 
-def share_outputs(name: str, outputs: list[torch.Tensor]) -> int:
-    """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive); the descriptor's fd."""
+def share_outputs(name: str, outputs: list[torch.Tensor], unread: bool = False) -> int:
+    """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive); the descriptor's fd.
+
+    `unread`: no process will open them (the reference's own timed copies, shared only so that its timing costs what
+    the candidate's does). torch keeps a shared block from the allocator until every reader has let it go, so
+    their count is let go here at once; kept, each of the reference's copies stayed allocated for good.
+    """
     entries = []
     for tensor in outputs:
         entry = {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}
         if tensor.numel():
             _, handle, size, offset, counter, counter_offset, event, sync = _SHARE(tensor.untyped_storage())
+            if unread:
+                _RELEASE(counter, counter_offset)
             entry["storage"] = {
                 "handle": handle.hex(), "size": size, "offset": offset, "element_offset": tensor.storage_offset(),
                 "counter": counter.decode(), "counter_offset": counter_offset, "event": event.hex(), "sync": sync,

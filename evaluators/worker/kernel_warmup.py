@@ -1,4 +1,4 @@
-"""The harness's own kernels (comparison, sketch, the stream's hold), loaded in a thread as a worker starts.
+"""The harness's own kernels (comparison, the stream's hold, the output digest), loaded in a thread as a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
 0.31 s, then about 1 ms (bench/probes/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
@@ -12,10 +12,10 @@ import threading
 
 import torch
 
-from evaluators.worker import stream_hold
+from evaluators.worker import output_digest, stream_hold
 from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import starting_worker_lock
-from evaluators.worker.sketch import Sketcher, sketch_values
+from evaluators.worker.trials import flatten_outputs
 
 # The longest wait for the thread: it holds the device lock shared, so while another process on this GPU times, it
 # waits for that timing to end. Past this, the worker goes on; the thread still cannot run beside any timing.
@@ -46,17 +46,19 @@ def _warm_under_lock(role: str) -> None:
 
 
 def warm(device: str, role: str) -> None:
-    """The reference's: compare a few elements of each common output type (one wrong), and sketch them.
+    """Each worker's kernels: the reference's comparison and both sides' timing loop.
 
-    A candidate's: the sketch alone, all its timing loop runs of ours. It waits for this before its code is
-    imported; while it loaded the comparison's kernels too, its build stage took 0.13-0.36 s on an H100 (b2a3c0b),
-    against 0.13-0.21 s before the warm-up (docs/BENCHMARKS_HISTORY.md; that this was the cause is not measured).
+    The reference's: compare a few elements of each common output type (one wrong), and copy them as the timing
+    loop holds them. A candidate's: the stream's hold and the held copy, all its timing loop runs of ours. It waits
+    for this before its code is imported; while it loaded the comparison's kernels too, its build stage took
+    0.13-0.36 s on an H100 (b2a3c0b), against 0.13-0.21 s before the warm-up (docs/BENCHMARKS_HISTORY.md; that this
+    was the cause is not measured).
     """
     expected = torch.rand(256, device=device)
     if device == "cuda":
         stream_hold.load()
-    sample, sketcher = [expected.reshape(16, 16)], Sketcher(0)
-    sketch_values([sketcher.sketch(sample)])
+        output_digest.read([[output_digest.load().of(expected)]])
+    flatten_outputs(expected.reshape(16, 16).t(), device)  # the timing loop's copy of a held output
     if role != "reference":
         return
     found = expected.clone()
@@ -64,5 +66,3 @@ def warm(device: str, role: str) -> None:
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         compare_outputs([found.to(dtype)], [expected.to(dtype)], None, None, device)
     compare_outputs([(found * 100).int()], [(expected * 100).int()], None, None, device)
-    # Not the sketch's bound: the check reads one only for a sketch beyond its floor (worker/sketch.py), which an
-    # exact answer never is, and the reference waits for this thread before its first comparison.

@@ -1,18 +1,20 @@
 """The reference's worker: plans device memory, keeps its outputs for every shape and trial, and answers commands.
 
 It never runs candidate code, so it stays warm for as many candidates of its problem as the parent sends its way:
-it compares their outputs, times itself with the routine the candidates are timed with, and checks the sketches
-and held outputs of their timed repetitions on inputs redrawn from the repetitions' seeds.
+it compares their outputs, times itself with the routine the candidates are timed with, and checks the held outputs
+of their timed repetitions against its own on the same inputs.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
-from evaluators.worker import device_memory, integrity, kernel_warmup, timing, trials
+from evaluators.worker import device_memory, integrity, kernel_warmup, output_digest, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
-from evaluators.worker.handoff import Handed, output_name, read_outputs
+from evaluators.worker.handoff import Handed, HandoffError, output_name, read_outputs
 from evaluators.worker.memory import (
     RESERVE_BYTES,
     MemoryPlan,
@@ -24,14 +26,6 @@ from evaluators.worker.memory import (
     unbounded_plan,
 )
 from evaluators.worker.session import Session
-from evaluators.worker.sketch import (
-    Sketcher,
-    read_back,
-    sketch_floor,
-    sketch_mismatch,
-    sketch_tolerance,
-    sketch_values,
-)
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.trial_seeds import trial_plan
 from kernels.problem_types import Shape
@@ -286,7 +280,7 @@ def serve_reference(session: Session) -> None:
         elif cmd == "time":
             # Its held copies are made like the candidate's, and kept for its check of the candidate's.
             facts, held = session.time(model, command)
-            answers.keep(command, facts, held)
+            answers.keep(command, held)
             session.reply("timing", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
@@ -297,9 +291,11 @@ def serve_reference(session: Session) -> None:
         elif cmd == "check_reps":
             kept = answers.take(command)
             checked = check_reps(session, model, command, (atol, rtol), memory, kept)
-            # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached (17.5
-            # GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.
-            device_memory.release_cache(device)
+            if command["last"]:
+                # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached
+                # (17.5 GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.
+                # Not between blocks: its next block's first call would allocate its temporaries again, timed.
+                device_memory.release_cache(device)
             session.reply("comparison", checked)
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
@@ -337,50 +333,40 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
 
 
 def check_reps(session: Session, model, command: dict, tolerance: tuple, memory: dict,
-               kept: dict[int, tuple]) -> dict:  # fmt: skip
-    """Every timed repetition's sketch against the reference's on the same inputs; the held outputs element-wise.
+               kept: dict[int, list]) -> dict:  # fmt: skip
+    """Every handed-over timed repetition element-wise against the reference's answer on the same inputs.
 
-    `kept` holds the reference's own (sketch, outputs) of the repetitions it timed on these inputs
-    (timed_answers.py); the others are computed here, with a reference call each. A sketch within its floor
-    (sketch_floor: the bound's atol part, from the sizes alone) passes; only the others get the full bound, their
-    outputs computed again where not kept. Returns {"sketches": [(rep, why) for the first mismatch, or nothing],
-    "held": [mismatch or None per held rep]}.
+    `kept` holds the reference's own outputs of the repetitions it timed on these inputs (timed_answers.py); the
+    others are computed here, with a reference call each. The candidate's process is stopped meanwhile
+    (judge/timing_plan.py). Outputs kept on the device are read only where their digest is the one the candidate's
+    timing took as it copied them (worker/output_digest.py). Returns {"mismatch": [repetition, mismatch] for the
+    first that differs, or None}.
     """
-    device, shape = session.device, command["shape"]
-    found = command["sketches"]
-    names = [output_name(shape, "rep", rep) for rep in command["held"]]
-    held = dict(zip(command["held"], _handed(command, names), strict=True))
-    read = open_shared if device == "cuda" and command["held_on_device"] else read_outputs
-    answers, fresh_reps, fresh, floors, held_checks = {}, [], [], {}, []
-    sketcher = Sketcher(command["sketch_key"])
-    for rep in range(command["reps"]):
-        if rep in kept:
-            answers[rep], wanted = kept[rep]
-        else:
-            wanted = _rep_outputs(session, model, command, rep)
-            fresh_reps.append(rep)
-            fresh.append(sketcher.sketch(wanted))
-        floors[rep] = sketch_floor(wanted, *tolerance)
-        if rep in held:
-            item = (held[rep], wanted)
-            bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
-            held_checks.append(judge([item], *tolerance, bound, device, memory["compare_chunk"], read)[0])
+    device, shape, reps = session.device, command["shape"], command["reps"]
+    handed = _handed(command, [output_name(shape, "rep", rep) for rep in reps])
+    on_device = device == "cuda" and command["held_on_device"]
+    digests = command.get("digests")
+    digests = digests if isinstance(digests, list) and len(digests) == len(reps) else [None] * len(reps)
+    for rep, outputs, digest in zip(reps, handed, digests, strict=True):
+        wanted = kept.pop(rep) if rep in kept else _rep_outputs(session, model, command, rep)
+        bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
+        read = functools.partial(_as_timed, digest) if on_device else read_outputs
+        mismatch = judge([(outputs, wanted)], *tolerance, bound, device, memory["compare_chunk"], read)[0]
         del wanted
-    # Read once, after every repetition is queued: three reads a repetition left the device idle between them.
-    answers |= dict(zip(fresh_reps, sketch_values(fresh), strict=True))
-    sketch = {rep: found[rep] if rep < len(found) else None for rep in range(command["reps"])}
-    beyond = [rep for rep in range(command["reps"]) if sketch_mismatch(sketch[rep], answers[rep], floors[rep])]
-    # The full bound of a 6 GiB output took 31 ms on an H200 (bench/probes/check_cost.py), every repetition's before.
-    bounds = []
-    for rep in beyond:
-        wanted = kept[rep][1] if rep in kept else _rep_outputs(session, model, command, rep)
-        bounds.append(sketch_tolerance(wanted, sketcher, *tolerance))
-        del wanted
-    for rep, bound in zip(beyond, read_back(bounds), strict=True):
-        why = sketch_mismatch(sketch[rep], answers[rep], bound)
-        if why:
-            return {"sketches": [[rep, why]], "held": held_checks}
-    return {"sketches": [], "held": held_checks}
+        if mismatch:
+            return {"mismatch": [rep, mismatch]}
+    return {"mismatch": None}
+
+
+def _as_timed(digest, handed: Handed, max_bytes: int) -> list[torch.Tensor]:
+    """The candidate's device outputs as handed over, where their digest is `digest`, the one its timing took."""
+    found = open_shared(handed, max_bytes)
+    digester = output_digest.load()
+    if output_digest.read([[digester.of(tensor) for tensor in found]])[0] != digest:
+        raise HandoffError(
+            f"{handed.name} is not what its timing left: its digest differs (rewritten after the reply?)"
+        )
+    return found
 
 
 def _handed(command: dict, names: list[str]) -> list[Handed]:

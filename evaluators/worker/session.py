@@ -9,7 +9,7 @@ import torch
 
 from evaluators.worker import device_memory, timing
 from evaluators.worker.device_handoff import HeldOutputs, share_outputs
-from evaluators.worker.handoff import write_outputs
+from evaluators.worker.handoff import output_name, write_outputs
 from evaluators.worker.replies import Replies
 from evaluators.worker.timing_cpu import pinned, timing_cpu
 from kernels.bundle import unpack_problem
@@ -38,7 +38,8 @@ class Session:
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
         while (command := self.replies.next_command()) is not None:
-            self.held.release()  # the parent asks again only once the reference has compared (and dropped) them
+            # The parent asks again only once the reference has compared (and dropped) them.
+            self.held.release(keep_pool=command["cmd"] in ("time", "check_reps"))
             for fd in self.handed:
                 os.close(fd)
             self.handed = []
@@ -56,10 +57,11 @@ class Session:
     def hand_over(self, name: str, outputs: list[torch.Tensor], on_device: bool) -> int:
         """Leave outputs for the reference, alive until the next command: shared on the device, or in a sealed file.
 
-        Returns the descriptor the reference opens them by (the device's descriptor of them, or the file).
+        Returns the descriptor the reference opens them by (the device's descriptor of them, or the file). The
+        reference hands its own timed copies over too, unread, so that both sides' timing does the same work.
         """
         if on_device:
-            fd = share_outputs(name, outputs)
+            fd = share_outputs(name, outputs, unread=self.job["role"] == "reference")
             self.held.hold(outputs)
         else:
             fd = write_outputs(name, outputs)
@@ -94,14 +96,14 @@ class Session:
         """The parent's timing command at the current shape: facts and the held copies by repetition.
 
         The command carries the shape's timing layout (its input sets, where held copies live): the parent lays each
-        shape's timing out on the memory free just before it.
+        shape's timing out on the memory free just before it. The held copies are handed over (the facts'
+        "handed" names their descriptors, in the order of the repetitions).
         """
         plan = timing.TimingPlan(
             first=command["first"],
             reps=command["reps"],
             nonce=command["nonce"],
-            sketch_key=command["sketch_key"],
-            hold=command["hold"],
+            hold=command["hold"] is True,
             flush_mb=self.job["flush_mb"],
             timing_sets=command["timing_sets"],
             held_device=self.device if command["held_on_device"] else "cpu",
@@ -118,4 +120,9 @@ class Session:
             self.timing_tensors = None
             if self.device == "cuda":
                 torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
+        # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
+        # candidate's outputs are final before its reply (judge/timing_plan.py).
+        on_device = self.device == "cuda" and command["held_on_device"]
+        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device)
+                           for rep, outputs in held.items()]  # fmt: skip
         return facts, held

@@ -20,32 +20,31 @@ from pathlib import Path
 
 import torch
 
+from evaluators.worker import ptx_kernel
+
 PTX = Path(__file__).with_name("stream_hold.ptx")
-_P = ctypes.c_void_p
 
 
 class StreamHold:
     """The loaded kernel and its pinned word: `hold(cap_ms)` before a repetition's draw, `release()` after its end."""
 
-    def __init__(self, launch, function: ctypes.c_void_p, word: torch.Tensor, device_pointer: int):
-        self._launch, self._function = launch, function
+    def __init__(self, kernel: ptx_kernel.Kernel, word: torch.Tensor, device_pointer: int):
+        self._kernel = kernel
         self._word_tensor = word  # the pinned word lives as long as the hold
         self._word = ctypes.c_uint32.from_address(word.data_ptr())
         # The kernel's arguments, written in place for each launch: the word's device address, the value it waits
         # for (one more each hold, so no earlier release counts) and its cap in nanoseconds.
-        self._pointer, self._want, self._cap_ns = ctypes.c_uint64(device_pointer), ctypes.c_uint32(0), ctypes.c_uint64()
-        self._args = (_P * 3)(*(ctypes.addressof(a) for a in (self._pointer, self._want, self._cap_ns)))
+        self._args = [ctypes.c_uint64(device_pointer), ctypes.c_uint32(0), ctypes.c_uint64()]
 
     def hold(self, cap_ms: float) -> None:
         """Queue the hold on the current stream: it ends at the next release, or after `cap_ms`."""
-        self._want.value += 1
-        self._cap_ns.value = int(cap_ms * 1e6)
-        stream = torch.cuda.current_stream().cuda_stream
-        _check(self._launch(self._function, 1, 1, 1, 1, 1, 1, 0, stream, self._args, None), "cuLaunchKernel")
+        self._args[1].value += 1
+        self._args[2].value = int(cap_ms * 1e6)
+        self._kernel.launch(1, 1, self._args, torch.cuda.current_stream().cuda_stream)
 
     def release(self) -> None:
         """End the hold now queued (a plain store: the device reads the word across the bus)."""
-        self._word.value = self._want.value
+        self._word.value = self._args[1].value
 
 
 @functools.cache
@@ -58,24 +57,11 @@ def load() -> StreamHold | None:
     if torch.version.hip:
         return None
     try:
-        driver = ctypes.CDLL("libcuda.so.1")
-        driver.cuLaunchKernel.argtypes = [_P, *[ctypes.c_uint] * 7, _P, ctypes.POINTER(_P), _P]
-        module, function, context = _P(), _P(), _P()
-        _check(driver.cuCtxGetCurrent(ctypes.byref(context)), "cuCtxGetCurrent")
-        if not context.value:  # a thread that has not used the device yet: torch's context is the device's primary
-            device = torch.cuda.current_device()
-            _check(driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
-            _check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
-        _check(driver.cuModuleLoadData(ctypes.byref(module), PTX.read_bytes() + b"\0"), "cuModuleLoadData")
-        _check(driver.cuModuleGetFunction(ctypes.byref(function), module, b"hold"), "cuModuleGetFunction")
+        kernel = ptx_kernel.load(PTX, "hold")
         word = torch.zeros(1, dtype=torch.int32, pin_memory=True)
         pointer = ctypes.c_uint64()
-        _check(driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), _P(word.data_ptr()), 0), "mapping")
+        status = kernel.driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), ptx_kernel.P(word.data_ptr()), 0)
+        ptx_kernel.check(status, "mapping")
     except (OSError, AttributeError, RuntimeError):
         return None
-    return StreamHold(driver.cuLaunchKernel, function, word, pointer.value)
-
-
-def _check(status: int, what: str) -> None:
-    if status != 0:
-        raise RuntimeError(f"{what} failed: CUDA driver error {status}")
+    return StreamHold(kernel, word, pointer.value)

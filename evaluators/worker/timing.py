@@ -4,8 +4,9 @@ The same routine times the reference (in its own process) and the candidate, so 
 clock around the candidate's timing command by the reference's (judge/wall.py).
 Every timed repetition gets inputs drawn anew from the nonce the parent sent with its block's command (new contents,
 new allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
-replay an earlier answer. Every repetition's output is sketched (worker/sketch.py), and the outputs of the
-repetitions the parent chose are held for its check.
+replay an earlier answer. Every timed repetition's output is copied and held for the reference's check
+(judge/timing_plan.py says when): nothing in this process decides or knows how an output will be checked. A copy
+kept on the device gets its digest as it is made (worker/output_digest.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
@@ -27,9 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from evaluators.worker import stream_hold
+from evaluators.worker import output_digest, stream_hold
 from evaluators.worker.integrity import check
-from evaluators.worker.sketch import Sketcher, sketch_values
 from evaluators.worker.trials import flatten_outputs
 
 
@@ -86,13 +86,12 @@ class Clocks:
 
 @dataclass
 class TimingPlan:
-    """One shape's timing, as the parent commanded it: repetitions, which outputs to hold, the sketch key."""
+    """One block of a shape's timing, as the parent commanded it: its repetitions, their nonce, whether to hold."""
 
     first: int  # the first repetition's number: a shape's repetitions come in blocks, numbered throughout
     reps: int
     nonce: int  # this block's: its repetitions' inputs follow from it
-    sketch_key: int
-    hold: list[int] | None  # repetitions whose outputs are copied and held; None: every one (the parent picks later)
+    hold: bool  # every repetition's outputs copied and held (False: the rehearsal's and other unchecked runs)
     flush_mb: int
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
@@ -152,15 +151,13 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     starts = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     ends = [clocks.Event(enable_timing=True) for _ in range(plan.reps)] if cuda else []
     numbers = range(plan.first, plan.first + plan.reps)
-    hold = set(numbers) if plan.hold is None else set(plan.hold)
-    sketcher = Sketcher(plan.sketch_key)
     clocks.sync()
     # No collector pauses inside the parent's clock: a process holding many objects (the candidate's, with its
     # integrity snapshot) would pay more for them than the reference's does.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, hold, sketcher, numbers)
+        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
     finally:
         if collecting:
             gc.enable()
@@ -168,13 +165,14 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
 
 
 def _loop(
-    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, hold, sketcher,
-    numbers: range,
-):  # fmt: skip
+    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, numbers: range
+):
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
-    times, issued, prepared, sketches, held = [], [], [], [], {}
+    # Copies kept on the device stay writable by the candidate's process: each gets its digest as it is made.
+    digester = output_digest.load() if cuda and plan.hold and plan.held_device != "cpu" else None
+    times, issued, prepared, held, digests = [], [], [], {}, []
     for i, rep in enumerate(numbers):
         began = clocks.now()
         if lead:
@@ -195,15 +193,15 @@ def _loop(
             calling = clocks.now()
             output = call(args)
             times.append((clocks.now() - calling) * 1e3)
-        outputs = flatten_outputs(output, copy=False)
-        sketches.append(sketcher.sketch(outputs))
-        if rep in hold:
+        if plan.hold:
             with keep(plan.held_device != "cpu"):
                 # A candidate may reuse its output buffer. The copies stay alive to the end of the loop in the
                 # reference's process too: dropped at once there, one allocation served every copy, while the
                 # candidate's allocated afresh for each, unseen by the events but inside the parent's clock.
-                held[rep] = flatten_outputs(outputs, plan.held_device)
-        del output, outputs
+                held[rep] = flatten_outputs(output, plan.held_device)
+            if digester:
+                digests.append([digester.of(tensor) for tensor in held[rep]])
+        del output
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
@@ -212,11 +210,12 @@ def _loop(
     check()
     if cuda:
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
-    values = sketch_values(sketches)
     if not cuda:
-        return {"times_ms": times, "sketches": values, "label": "interpreter"}, held
+        return {"times_ms": times, "label": "interpreter"}, held
     facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
-    return facts | {"sketches": values, "label": "cuda-events"}, held
+    if digester:
+        facts["digests"] = output_digest.read(digests)
+    return facts | {"label": "cuda-events"}, held
 
 
 PROBE_SAMPLES = 7

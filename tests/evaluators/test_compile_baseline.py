@@ -41,9 +41,9 @@ def test_without_the_flag_nothing_is_compiled(run_cpu):
 
 def _timed(compiled: dict | None) -> tuple:
     """One benchmark shape's timings as the parent saw them: 1 ms candidate, 2 ms reference, clocks that agree."""
-    candidate = ShapeTiming(3, None, 0, {"times_ms": [1.0] * 3, "sketches": [[]] * 3}, Span(0.003, 3),
+    candidate = ShapeTiming(3, {"times_ms": [1.0] * 3}, Span(0.003, 3),
                             [Block(0, 3, 0, 0.003)])  # fmt: skip
-    reference = ShapeTiming(3, None, 0, {"times_ms": [2.0] * 3, "sketches": [[]] * 3}, Span(0.006, 3),
+    reference = ShapeTiming(3, {"times_ms": [2.0] * 3}, Span(0.006, 3),
                             [Block(0, 3, 0, 0.006)])  # fmt: skip
     reference.compiled = compiled
     return candidate, reference
@@ -55,8 +55,7 @@ def _judged(compiled_per_shape: list[dict | None]) -> EvalResult:
     for i, compiled in enumerate(compiled_per_shape):
         result.shapes.append(ShapeResult(name=f"s{i}", kind="benchmark", status="correct"))
         candidate, reference = _timed(compiled)
-        checked = {"sketches": [], "held": []}
-        assert verdicts.apply_shape_timing(result, i, candidate, reference, [], checked, meta, EvalOptions())
+        assert verdicts.apply_shape_timing(result, i, candidate, reference, meta, EvalOptions())
     return verdicts.summarize(result, EvalOptions())
 
 

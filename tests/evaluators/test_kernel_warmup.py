@@ -12,7 +12,7 @@ def test_each_roles_warm_up_makes_only_calls_the_harness_accepts(role):
     kernel_warmup.warm("cpu", role)  # on the CPU it only checks that every call it makes is one the harness accepts
 
 
-def test_a_candidate_warms_the_sketch_alone(monkeypatch):
+def test_a_candidate_warms_no_comparison(monkeypatch):
     compared = []
     monkeypatch.setattr(kernel_warmup, "compare_outputs", lambda *args: compared.append(args))
     kernel_warmup.warm("cpu", "candidate")

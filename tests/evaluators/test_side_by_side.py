@@ -1,6 +1,8 @@
-"""The reference and the candidate timed in turns: the commands each process gets, the replies joined, the probes."""
+"""The reference and the candidate timed in turns: the commands each process gets, the replies joined, the probes,
+and the reference's check of each block while the candidate is stopped."""
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -32,6 +34,8 @@ class Process:
 
     def __call__(self, command: dict, event: str) -> Reply:
         self.log.append((self.name, command))
+        if command["cmd"] == "check_reps":
+            return Reply("comparison", {"mismatch": self.mismatch(command)}, 0.0)
         if command["cmd"] == "warm":
             return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_s)
         if command["cmd"] == "probe":
@@ -39,12 +43,51 @@ class Process:
         first, reps = command["first"], command["reps"]
         meta = {
             "times_ms": [self.call_s * 1e3] * reps,
-            "sketches": [[float(first + k)] for k in range(reps)],  # each repetition's number, to see the order
+            "handed": [100 + first + k for k in range(reps)] if command["hold"] else [],  # a descriptor per output
             "label": "fake",
             "issue_ms": [self.issue_ms] * reps,
             "prepare_ms": [0.04] * reps,
         }
         return Reply("timing", meta, FIXED_S + reps * self.call_s)
+
+    def mismatch(self, command: dict):
+        """The reference's check: every candidate output matches."""
+        return None
+
+
+class Stopper:
+    """The candidate's processes stopped and continued, as judge/pause.py does it, recorded in the log."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def stop(self):
+        self.log.append(("parent", {"cmd": "stop"}))
+
+    def resume(self):
+        self.log.append(("parent", {"cmd": "resume"}))
+
+
+def quiet_for(log: list):
+    @contextmanager
+    def quiet():
+        stopper = Stopper(log)
+        stopper.stop()
+        try:
+            yield stopper
+        finally:
+            stopper.resume()
+
+    return quiet
+
+
+def where(reply: dict, count: int) -> dict:
+    return {"pid": 1, "fds": reply["handed"][:count]}
+
+
+def timed_side_by_side(reference, candidate, device, options, memory, room, log=None):
+    log = [] if log is None else log
+    return time_side_by_side(reference, candidate, 0, device, options, memory, room, quiet_for(log), where)
 
 
 @pytest.fixture
@@ -52,11 +95,11 @@ def cuda_lock(monkeypatch):
     monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
 
 
-def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int = 1 << 10, candidate_s=CALL_S,
+def _timed(tmp_path, side_by_side: bool, device: str = "cuda", retained: int = 32, candidate_s=CALL_S,
            reference_issue_ms: float = 0.02):  # fmt: skip
     log = []
-    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": output_bytes}]}
-    layout = {"side_by_side": side_by_side, "timing_sets": 2, "retained": 4, "retained_on_device": True}
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
+    layout = {"side_by_side": side_by_side, "timing_sets": 2, "retained": retained, "retained_on_device": True}
     options = EvalOptions(cache_dir=tmp_path)
     reference = Process("reference", log, issue_ms=reference_issue_ms)
     candidate = Process("candidate", log, candidate_s, issue_ms=0.5)
@@ -65,15 +108,15 @@ def _timed(tmp_path, side_by_side: bool, device: str = "cuda", output_bytes: int
         log.append(("parent", {"cmd": "room"}))
         return layout
 
-    timings = time_side_by_side(reference, candidate, 0, device, options, memory, room)
-    return timings, [(name, c) for name, c in log if name != "parent"]
+    timings = timed_side_by_side(reference, candidate, device, options, memory, room, log)
+    return timings, [(name, c) for name, c in log if name != "parent" or c["cmd"] in ("stop", "resume")]
 
 
 def _timed_blocks(log) -> list[tuple[str, dict]]:
-    """Both sides' timed blocks in order: timing commands less the rehearsals (a key of their own) and the one with
-    no repetition."""
-    times = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"]]
-    return [(name, c) for name, c in times if c["sketch_key"] == times[-1][1]["sketch_key"]]
+    """Both sides' timed blocks in order: timing commands less the rehearsals (held, but not kept or checked) and
+    the one with no repetition. The candidate's blocks are those the reference's checks name."""
+    checked = {c["blocks"][0][2] for name, c in log if c["cmd"] == "check_reps"}
+    return [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] in checked]
 
 
 def _blocks(log, side: str) -> list[dict]:
@@ -91,9 +134,9 @@ def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
         blocks = _blocks(log, side)
         assert [(c["first"], c["reps"]) for c in blocks] == split(timing.reps, TIMING_BLOCKS)
         assert timing.span.commands == TIMING_BLOCKS and timing.span.reps == timing.reps
-        assert timing.facts["sketches"] == [[float(r)] for r in range(timing.reps)]
         assert len(timing.facts["times_ms"]) == timing.reps
-        assert all(c["hold"] is None for c in blocks)  # small outputs: every one held, the parent picks later
+        assert all(c["hold"] is True for c in blocks)  # every timed output held and handed over
+        assert all(c["keep"] is (side == "reference") for c in blocks)  # the reference's copies answer its check
     assert [c["last"] for c in _blocks(log, "candidate")] == [False] * (TIMING_BLOCKS - 1) + [True]
     assert not any(c["last"] for c in _blocks(log, "reference"))
     commands = [(name, c["cmd"], c.get("reps")) for name, c in log]
@@ -105,17 +148,58 @@ def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])
-def test_both_sides_time_the_same_inputs_under_one_sketch_key(tmp_path, cuda_lock, side_by_side):
-    """Block b runs on one nonce on either side: the reference's sketches of it serve its check."""
+def test_both_sides_time_the_same_inputs_block_by_block(tmp_path, cuda_lock, side_by_side):
+    """Block b runs on one nonce on either side: the reference's copies of it serve its check."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side)
-    assert reference.sketch_key == candidate.sketch_key
     for side, timing in (("reference", reference), ("candidate", candidate)):
         assert [c["nonce"] for c in _blocks(log, side)] == [b.nonce for b in timing.blocks]
-        assert {c["sketch_key"] for c in _blocks(log, side)} == {timing.sketch_key}
     assert [b.nonce for b in reference.blocks] == [b.nonce for b in candidate.blocks]
-    rehearsals = [c for _, c in log if c["cmd"] == "time" and c["reps"] and c["sketch_key"] != candidate.sketch_key]
-    assert len(rehearsals) == 2  # each side's rehearsal: inputs and a key no timed repetition uses
+    blocks = {b.nonce for b in candidate.blocks}
+    rehearsals = [c for _, c in log if c["cmd"] == "time" and c["reps"] and c["nonce"] not in blocks]
+    assert len(rehearsals) == 2  # each side's rehearsal: inputs no timed repetition uses, its outputs never read
     assert not {c["nonce"] for c in rehearsals} & {b.nonce for b in candidate.blocks}
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_every_block_of_the_candidate_is_checked_whole_while_it_is_stopped(tmp_path, cuda_lock, side_by_side):
+    """After each of its blocks the reference checks every repetition the block handed over, before the candidate
+    runs again; it runs only while it answers a command."""
+    (_, candidate), log = _timed(tmp_path, side_by_side=side_by_side)
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert [c["reps"] for c in checks] == [list(range(b.first, b.first + b.reps)) for b in candidate.blocks]
+    assert [c["fds"] for c in checks] == [[100 + r for r in c["reps"]] for c in checks]
+    assert (
+        [c["last"] for c in checks] == [False] * (len(checks) - 1) + [True]
+        if side_by_side
+        else all(c["last"] for c in checks)
+    )
+    running = False
+    for name, command in log:
+        if name == "parent":
+            running = command["cmd"] == "resume"
+        else:
+            assert running == (name == "candidate"), (name, command["cmd"])
+    for command in _blocks(log, "candidate"):
+        later = log[log.index(("candidate", command)) + 1 :]
+        before_its_next = later[: next((k for k, (n, _) in enumerate(later) if n == "candidate"), len(later))]
+        checked = [c["reps"] for _, c in before_its_next if c["cmd"] == "check_reps"]
+        assert checked == [list(range(command["first"], command["first"] + command["reps"]))]
+
+
+def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_unchecked(tmp_path, cuda_lock):
+    """The first mismatch is kept; the workers still finish the shape, and the last check gives the memory back."""
+    log, memory = [], {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 32, "retained_on_device": True}
+    reference = Process("reference", log)
+    reference.mismatch = lambda command: (
+        [command["reps"][0], {"summary": "wrong", "details": ""}] if 30 in command["reps"] else None
+    )
+    options = EvalOptions(cache_dir=tmp_path)
+    _, candidate = timed_side_by_side(reference, Process("candidate", log), "cuda", options, memory, lambda: layout)
+    assert candidate.mismatch is not None and candidate.mismatch[1]["summary"] == "wrong"
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert [len(c["reps"]) for c in checks] == [candidate.blocks[0].reps, 0] and checks[-1]["last"]
+    assert len(candidate.facts["times_ms"]) == candidate.reps
 
 
 def test_each_block_has_a_nonce_of_its_own_drawn_as_it_is_sent(tmp_path, cuda_lock):
@@ -138,26 +222,36 @@ def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_loc
     assert judge_timing(slow, reference).disputed
 
 
-def test_held_repetitions_named_before_fall_in_their_blocks(tmp_path, cuda_lock):
-    """Outputs too large to hold all: each block holds the chosen repetitions in its own range, none twice."""
-    (_, candidate), log = _timed(tmp_path, side_by_side=True, output_bytes=64 << 20)
-    assert candidate.hold is not None and len(candidate.hold) == 4
-    blocks = _blocks(log, "candidate")
-    for block in blocks:
-        assert all(block["first"] <= r < block["first"] + block["reps"] for r in block["hold"])
-    assert sorted(r for block in blocks for r in block["hold"]) == candidate.hold
+def test_outputs_the_device_keeps_few_of_come_in_more_blocks(tmp_path, cuda_lock):
+    """Four copies at once: no block of either side holds more, and every block is still checked whole."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True, retained=4)
+    for side in ("reference", "candidate"):
+        assert max(c["reps"] for c in _blocks(log, side)) <= 4
+    assert len(candidate.blocks) == len(reference.blocks) == -(-max(reference.reps, candidate.reps) // 4)
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert sorted(r for c in checks for r in c["reps"]) == list(range(candidate.reps))
+
+
+def test_a_side_far_faster_than_the_other_is_cut_to_what_its_blocks_can_hold(tmp_path, cuda_lock):
+    """Two copies at once and a 5 ms candidate's 20 repetitions: ten blocks, the fast reference cut to two a block."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=True, retained=2, candidate_s=5e-3)
+    assert candidate.reps == reference.reps == 20 and len(candidate.blocks) == len(reference.blocks) == 10
+    assert {c["reps"] for side in ("reference", "candidate") for c in _blocks(log, side)} == {2}
 
 
 def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
-    """Each side in blocks; the reference's command with no repetition (`last`) ends its part before the candidate's."""
+    """Each side in blocks; the reference's command with no repetition (`last`) ends its part before the candidate's.
+
+    The reference then only checks the candidate's blocks, keeping no copies of its own (no room for them)."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=False)
-    names = [name for name, _ in log]
+    names = [name for name, c in log if name != "parent" and c["cmd"] != "check_reps"]
     assert names == sorted(names, key=lambda name: name == "candidate")  # every reference command first
+    assert not any(c.get("keep") for _, c in log)
     assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS
     blocks = _blocks(log, "candidate")
     assert [(c["first"], c["reps"]) for c in blocks] == split(candidate.reps, TIMING_BLOCKS)
     assert [c["last"] for c in blocks] == [False] * (TIMING_BLOCKS - 1) + [True]
-    reference_last = [c for name, c in log if name == "reference" and c.get("last")]
+    reference_last = [c for name, c in log if name == "reference" and c["cmd"] == "time" and c["last"]]
     assert len(reference_last) == 1 and reference_last[0]["reps"] == 0
 
 
@@ -174,7 +268,8 @@ def test_the_timing_is_laid_out_under_the_lock_before_any_command_and_its_layout
         return layout
 
     memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
-    timings = time_side_by_side(Process("reference", log), Process("candidate", log), 0, "cuda", options, memory, room)
+    timings = timed_side_by_side(Process("reference", log), Process("candidate", log), "cuda", options, memory, room)
+    log = [(name, c) for name, c in log if c["cmd"] not in ("stop", "resume")]
     assert log[0] == ("parent", {"cmd": "room"}) and len([c for _, c in log if c["cmd"] == "room"]) == 1
     times = [c for name, c in log if c["cmd"] == "time"]
     assert {(c["timing_sets"], c["held_on_device"]) for c in times} == {(3, False)}
@@ -197,7 +292,7 @@ def test_both_sides_hold_the_stream_for_a_lead_set_by_the_references_launches(tm
     """
     (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side, reference_issue_ms=0.05)
     rehearsals = [(name, c) for name, c in log if c["cmd"] == "time" and c["reps"]
-                  and c["sketch_key"] != candidate.sketch_key]  # fmt: skip
+                  and c["nonce"] not in {b.nonce for b in candidate.blocks}]  # fmt: skip
     assert [name for name, _ in rehearsals] == ["reference", "candidate"]
     assert 0 < rehearsals[0][1]["lead_ms"] < 0.01  # enough to calibrate the spin, before the lead is known
     assert rehearsals[1][1]["lead_ms"] == pytest.approx(0.21)
@@ -221,7 +316,7 @@ def test_split_covers_the_repetitions_in_nearly_equal_runs():
 def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
     """A 5 ms call gets the 20 repetitions of the floor: two blocks of ten a side, still taken in turns."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, candidate_s=5e-3)
-    assert candidate.reps == 20 and reference.reps > 20
+    assert candidate.reps == 20 and reference.reps == 2 * 32  # the reference cut to what two blocks hold
     assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 10), (10, 10)]
     assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
 
@@ -232,12 +327,12 @@ def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
     sides = []
     for side_ms in (candidate_side_ms, reference_side_ms):
-        facts = {"times_ms": [call_ms] * 100, "sketches": [[]] * 100}
+        facts = {"times_ms": [call_ms] * 100}
         if issue_ms is not None:
             facts["issue_ms"] = issue_ms
-        sides.append(ShapeTiming(100, None, 0, facts, Span(0.1, 100), [Block(0, 100, 0, 0.1)], side_stream_ms=side_ms))
+        sides.append(ShapeTiming(100, facts, Span(0.1, 100), [Block(0, 100, 0, 0.1)], side_stream_ms=side_ms))
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
-    assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
+    assert verdicts.apply_shape_timing(result, 0, *sides, meta, EvalOptions())
     return result.shapes[0], [f.code for f in result.flags]
 
 
@@ -283,7 +378,7 @@ def test_every_timing_holds_the_host_alone_and_past_the_wait_goes_on_without_it(
     def timed():
         log = []
         reference, candidate = Process("reference", log), Process("candidate", log)
-        return time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout)
+        return timed_side_by_side(reference, candidate, "cuda", options, memory, lambda: layout)
 
     with host_lock(tmp_path):  # another GPU of the machine loading its kernels
         started = time.perf_counter()
@@ -296,11 +391,11 @@ def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
     """The floor is 1.5 % plus a tenth of the reference's issue time over its call: 0.01 ms over 0.018 ms here."""
     result = EvalResult(status="correct", device="cuda")
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    facts = {"times_ms": [0.018] * 100, "sketches": [[]] * 100, "issue_ms": [0.01] * 100}
+    facts = {"times_ms": [0.018] * 100, "issue_ms": [0.01] * 100}
     blocks = [Block(0, 50, 0, 0.05), Block(50, 50, 1, 0.05)]
-    sides = [ShapeTiming(100, None, 0, dict(facts), Span(0.1, 100), blocks) for _ in range(2)]
+    sides = [ShapeTiming(100, dict(facts), Span(0.1, 100), blocks) for _ in range(2)]
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
-    assert verdicts.apply_shape_timing(result, 0, *sides, [], {"sketches": [], "held": []}, meta, EvalOptions())
+    assert verdicts.apply_shape_timing(result, 0, *sides, meta, EvalOptions())
     shape = result.shapes[0]
     assert shape.process_floor == pytest.approx(0.015 + 0.1 * 0.01 / 0.018)
     low, high = shape.speedup_band

@@ -15,7 +15,6 @@ import torch
 from evaluators.worker import stream_hold
 from evaluators.worker.device_handoff import HeldOutputs
 from evaluators.worker.session import Session
-from evaluators.worker.sketch import Sketcher
 from evaluators.worker.timing import Clocks, InputPool, TimingPlan, _loop, probe_reading
 
 
@@ -68,12 +67,11 @@ def _looped(lead_ms: float, reps: int = 3):
         log.append("call")
         return args[0] * 2
 
-    plan = TimingPlan(0, reps, nonce=7, sketch_key=11, hold=[], flush_mb=1, timing_sets=2, held_device="cpu",
-                      lead_ms=lead_ms)  # fmt: skip
+    plan = TimingPlan(0, reps, nonce=7, hold=False, flush_mb=1, timing_sets=2, held_device="cpu", lead_ms=lead_ms)
     starts, ends = [f"start{i}" for i in range(reps)], [f"end{i}" for i in range(reps)]
     facts, held = _loop(
         call, InputPool(fresh_inputs, 2), plan, LoggingClocks(log), 0, lambda on_device: nullcontext(), Flush(log),
-        starts, ends, set(), Sketcher(plan.sketch_key), range(reps),
+        starts, ends, range(reps),
     )  # fmt: skip
     return facts, log
 
@@ -85,7 +83,7 @@ def test_the_stream_is_held_before_the_inputs_exist_and_released_once_the_end_is
     for i in range(3):
         rep = log[i * 8 : (i + 1) * 8]
         assert rep == ["hold 0.2", "draw", "flush", f"record start{i}", "call", f"record end{i}", "release", "sync"]
-    assert facts["times_ms"] == [0.25] * 3 and len(facts["sketches"]) == 3
+    assert facts["times_ms"] == [0.25] * 3
     assert facts["stream_hold"] == "logged"
     # Host times per repetition: the call's issue (one tick), its preparation from the hold (draw, flush, start).
     assert facts["issue_ms"] == pytest.approx([1e-3] * 3) and all(p > 0 for p in facts["prepare_ms"])
@@ -147,13 +145,13 @@ def _session() -> Session:
     session = Session.__new__(Session)
     session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
     session.job = {"flush_mb": 1}
-    session.clocks, session.held = Clocks("cpu"), HeldOutputs("cpu")
+    session.clocks, session.held, session.handed = Clocks("cpu"), HeldOutputs("cpu"), []
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
 
 
 def _time(session: Session, shape: int, first: int, last: bool) -> None:
-    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "sketch_key": 2, "hold": None, "last": last,
+    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "hold": True, "last": last,
                "timing_sets": 4, "held_on_device": True}  # fmt: skip
     session.time(lambda x: x * 2, command)
 

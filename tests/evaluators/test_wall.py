@@ -13,7 +13,7 @@ from evaluators.judge.wall import Span, harness_ms, judge_timing, parent_ms, rep
 
 BLOCKS, BLOCK_REPS = 10, 10
 REPS = BLOCKS * BLOCK_REPS
-HARNESS_MS = 0.2  # flush, input draws, sketches: per repetition, on both sides
+HARNESS_MS = 0.2  # flush, input draws, held copies: per repetition, on both sides
 META = {
     "shapes": [{"roofline": {"flops": 10**9, "bytes": 10**9}, "dtype": "fp32"}],
     "device_name": "NVIDIA H100 80GB HBM3",
@@ -29,7 +29,7 @@ def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
     real = [real] * BLOCKS if isinstance(real, (int, float)) else real
     blocks = [Block(b * BLOCK_REPS, BLOCK_REPS, b, FIXED_S + BLOCK_REPS * (real[b] + HARNESS_MS) * 1e-3)
               for b in range(BLOCKS)]  # fmt: skip
-    shape = ShapeTiming(REPS, None, 0, {"times_ms": list(claimed), "sketches": []}, blocks=blocks)
+    shape = ShapeTiming(REPS, {"times_ms": list(claimed)}, blocks=blocks)
     shape.span = Span(sum(b.seconds for b in blocks), REPS, BLOCKS)
     shape.fixed_s = FIXED_S
     return shape
@@ -42,9 +42,7 @@ def honest(ms: float) -> ShapeTiming:
 def judged(candidate: ShapeTiming, device: str = "cuda", reference: ShapeTiming | None = None) -> EvalResult:
     result = EvalResult(status="correct", device=device)
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    ok = verdicts.apply_shape_timing(
-        result, 0, candidate, reference or honest(1.0), [], {"sketches": [], "held": []}, META, EvalOptions()
-    )
+    ok = verdicts.apply_shape_timing(result, 0, candidate, reference or honest(1.0), META, EvalOptions())
     assert ok
     return result
 
@@ -131,7 +129,6 @@ def test_a_time_of_zero_ends_in_a_verdict_with_finite_figures(device, real):
 def test_a_time_that_is_not_a_duration_is_a_malformed_reply(bad):
     candidate = honest(1.0)
     candidate.facts["times_ms"][7] = bad
-    candidate.facts["sketches"] = [0] * REPS
     assert "not a finite, non-negative number" in _malformed_timing(candidate)
 
 

@@ -1,12 +1,12 @@
 """Red team: the parent's clock on a GPU, on the parent's side (its arithmetic, checked on the CPU).
 
-A strict run on a GPU used to time min(reps, retained) = 4 repetitions a side, so every output could be held: one
-block each. The parent's allowance for a timer (judge/wall.py) spreads a fixed 1 ms of jitter over the repetitions,
-0.25 ms a call with four, against 0.002 ms with the 500 a first run of a 0.2 ms kernel has; and one block a side draws
-no noise band at all. A forger that claimed the same figure in both runs, 0.25 ms under what its calls take, was
-disputed in the first (set aside, so due one strict run) and believed in the strict one, which then cleared it and was
-counted. A strict run is now timed as the first is (judge/timing_plan.py, repetitions). This drives the real
-time_side_by_side with fake processes whose spans are what an honest 0.2 ms kernel's would be, as
+A strict run on a GPU used to time min(reps, retained) = 4 repetitions a side, so every output could be held: one block
+each (then, only that many outputs were kept). The parent's allowance for a timer (judge/wall.py) spreads a fixed 1 ms
+of jitter over the repetitions, 0.25 ms a call with four, against 0.002 ms with the 500 a first run of a 0.2 ms kernel
+has; and one block a side draws no noise band at all. A forger that claimed the same figure in both runs, 0.25 ms under
+what its calls take, was disputed in the first (set aside, so due one strict run) and believed in the strict one, which
+then cleared it and was counted. A strict run is now timed as the first is (judge/timing_plan.py, repetitions). This
+drives the real time_side_by_side with fake processes whose spans are what an honest 0.2 ms kernel's would be, as
 tests/evaluators/test_side_by_side.py does.
 
 The last test gives the forger a span without the cache flush, which its process can skip (the flush's size is job
@@ -24,6 +24,7 @@ from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.strict import clears, recheck_due, standing
 from evaluators.judge.timing_plan import time_side_by_side
+from tests.evaluators.test_side_by_side import quiet_for, where
 
 FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
 HARNESS_MS = 0.2  # the harness's work per repetition: the input draw and the 512 MB flush (about 0.2 ms, an H100)
@@ -45,6 +46,8 @@ class Process:
         self.call_ms, self.says_ms, self.harness_ms = call_ms, says_ms, harness_ms
 
     def __call__(self, command: dict, event: str) -> Reply:
+        if command["cmd"] == "check_reps":
+            return Reply("comparison", {"mismatch": None}, 0.0)
         if command["cmd"] == "warm":
             return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_ms * 1e-3)
         if command["cmd"] == "probe":
@@ -52,7 +55,7 @@ class Process:
         reps = command["reps"]
         meta = {
             "times_ms": [self.says_ms] * reps,
-            "sketches": [[0.0]] * reps,
+            "handed": list(range(reps)) if command["hold"] else [],
             "label": "cuda-events",
             "issue_ms": [0.02] * reps,
             "prepare_ms": [0.04] * reps,
@@ -68,19 +71,18 @@ def cuda_lock(monkeypatch):
 def judged(tmp_path, strict: bool, candidate: Process | None = None) -> EvalResult:
     """One shape timed on "cuda" as evaluate() does, the forger beside an honest reference, and its verdict."""
     options = EvalOptions(cache_dir=tmp_path, strict=strict)
-    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}], "retained": 4}
-    layout = {"side_by_side": True, "timing_sets": 2, "retained": 4, "retained_on_device": True}
+    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 32, "retained_on_device": True}
     reference, candidate = Process(REFERENCE_MS, REFERENCE_MS), candidate or Process(REAL_MS, FORGED_MS)
-    timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout)
+    args = (0, "cuda", options, memory, lambda: layout, quiet_for([]), where)
+    timings = time_side_by_side(reference, candidate, *args)
     if wall.judge_timing(timings[1], timings[0]).disputed:  # evaluate() times a disputed shape again
-        timings = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: layout)
+        timings = time_side_by_side(reference, candidate, *args)
     reference_timing, timing = timings
     result = EvalResult(status="correct", device="cuda", strict=strict)
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    checked = {"held": [None] * timing.reps, "sketches": []}
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
-    held = timing_plan.chosen_after(timing, strict)
-    assert verdicts.apply_shape_timing(result, 0, timing, reference_timing, held, checked, meta, options)
+    assert verdicts.apply_shape_timing(result, 0, timing, reference_timing, meta, options)
     return verdicts.summarize(result, options)
 
 

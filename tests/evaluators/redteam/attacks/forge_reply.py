@@ -1,5 +1,5 @@
 # Attack (channel forgery, class 4): at the first timed call, sends the harness's own timing reply with the id of
-# the command it found in the harness's objects: tiny times, sketches of its real outputs.
+# the command it found in the harness's objects: tiny times and nothing handed over.
 import gc as _gc
 import json as _json
 import os as _os
@@ -16,7 +16,7 @@ class ModelNew(_Honest):
         replies = next((o for o in _gc.get_objects() if type(o).__name__ == "Replies"), None)
         if plan is not None and replies is not None and not _sent:
             _sent = True
-            meta = {"times_ms": [0.002] * plan.reps, "sketches": [[] for _ in range(plan.reps)], "label": "x"}
+            meta = {"times_ms": [0.002] * plan.reps, "handed": [], "label": "x"}
             payload = _json.dumps({"id": replies._id, "event": "timing", "meta": meta}).encode()
             _os.write(replies.channel_fd, _struct.pack(">Q", len(payload)) + payload)
         return super().forward(x)

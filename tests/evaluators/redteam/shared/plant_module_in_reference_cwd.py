@@ -15,7 +15,6 @@ import pathlib, sys, sysconfig
 exec(compile(pathlib.Path(sysconfig.get_paths()["stdlib"], "colorsys.py").read_text(), "colorsys", "exec"))
 _reference = sys.modules.get("evaluators.worker.reference")
 if _reference is not None:
-    _reference.sketch_mismatch = lambda *args, **kwargs: None
     _reference.judge = lambda items, *args, **kwargs: [None] * len(items)
     pathlib.Path(__file__).with_name("ran-in-reference").write_text(str(sorted(sys.argv)))
 """

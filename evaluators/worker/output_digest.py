@@ -1,0 +1,81 @@
+"""A digest of each held output, taken on the device as the timing loop copies it, for the reference to match.
+
+What the reference reads later must be what the timed call left. On a GPU a held copy stays in the candidate's device
+memory and the reference reads it through CUDA IPC, once the candidate's process is stopped after its block
+(judge/timing_plan.py). Work the candidate queued before the stop still runs (judge/pause.py): a kernel queued after the
+harness's last synchronize could write right answers into the copies while the reference waits for the device, outside
+the parent's clock, the timed calls having returned garbage. So each copy's digest is taken on the timed stream right
+after the copy, inside the clock, and reported with the block; the reference takes the digest again of what it opens and
+reads nothing else (worker/reference.py). A rewrite that keeps the digest has to land on the same ends of up to 4096
+64-bit chains, each mixing its words in with multiplications and shifts in order, which no shortcut to the right answer
+provides. Off the device (the CPU, or copies kept on the host) the copies are handed over in sealed files inside the
+command (worker/handoff.py), and their bytes are the commitment.
+
+Two rounds of the kernel in output_digest.ptx: the output's 32-bit words in up to LANES chains of about STEPS words
+each, then those chains' ends in up to ENDS chains; the host hashes the last ends with the output's dtype and shape.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+from pathlib import Path
+
+import torch
+
+from evaluators.worker import ptx_kernel
+
+PTX = Path(__file__).with_name("output_digest.ptx")
+LANES, ENDS, STEPS, THREADS = 1 << 20, 1 << 12, 64, 256
+_EMPTY, _ZEROS, _CAT = torch.empty, torch.zeros, torch.cat  # bound at import, before candidate code
+
+
+class Digester:
+    """The loaded kernel: `of(tensor)` queues a held output's digest on the current stream; `read` finishes them."""
+
+    def __init__(self, kernel: ptx_kernel.Kernel):
+        self.kernel = kernel
+
+    def of(self, tensor: torch.Tensor) -> tuple[str, torch.Tensor]:
+        """(the output's dtype and shape, the device ends its digest is hashed from); queued, not waited for."""
+        raw = tensor.reshape(-1).view(torch.uint8)
+        if raw.numel() % 4:
+            padded = _ZEROS(-(-raw.numel() // 4) * 4, dtype=torch.uint8, device=raw.device)
+            padded[: raw.numel()] = raw
+            raw = padded
+        ends = self._round(self._round(raw.view(torch.int32), LANES).view(torch.int32), ENDS)
+        return f"{tensor.dtype}{list(tensor.shape)}", ends
+
+    def _round(self, words: torch.Tensor, most: int) -> torch.Tensor:
+        n = words.numel()
+        lanes = max(1, min(most, -(-n // STEPS)))
+        out = _EMPTY(lanes, dtype=torch.int64, device=words.device)
+        args = [ctypes.c_uint64(words.data_ptr()), ctypes.c_uint64(n), ctypes.c_uint64(lanes),
+                ctypes.c_uint64(out.data_ptr())]  # fmt: skip
+        self.kernel.launch(-(-lanes // THREADS), THREADS, args, torch.cuda.current_stream().cuda_stream)
+        return out
+
+
+def read(queued: list[list[tuple[str, torch.Tensor]]]) -> list[list[str]]:
+    """Per repetition, per output: its digest as hex, the device's ends read back at once."""
+    flat = [item for outputs in queued for item in outputs]
+    host = _CAT([ends for _, ends in flat]).cpu() if flat else None
+    digests, at = [], 0
+    for outputs in queued:
+        row = []
+        for label, ends in outputs:
+            row.append(hashlib.blake2b(label.encode() + host[at : at + ends.numel()].numpy().tobytes(),
+                                       digest_size=16).hexdigest())  # fmt: skip
+            at += ends.numel()
+        digests.append(row)
+    return digests
+
+
+@functools.cache
+def load() -> Digester:
+    """The digest for this process's CUDA context; raises RuntimeError where it cannot be had."""
+    try:
+        return Digester(ptx_kernel.load(PTX, "digest"))
+    except (OSError, AttributeError) as exc:
+        raise RuntimeError(f"the output digest's kernel could not be loaded: {exc}") from None
