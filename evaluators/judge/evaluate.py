@@ -259,6 +259,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
             verdict = verdicts.finish(result, "timeout", f"timeout: {exc}, by the candidate's own process", "")
             raise Stopped(verdict) from None
         result.stages["timing_lock_wait"] = result.stages.get("timing_lock_wait", 0.0) + waited
+        result.stages["device_drain_wait"] = result.stages.get("device_drain_wait", 0.0) + timing.drained_ms / 1e3
         if not verdicts.apply_shape_timing(result, i, timing, reference_timing, meta, options):
             return result
     return verdicts.summarize(result, options)

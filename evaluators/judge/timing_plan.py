@@ -84,6 +84,7 @@ class ShapeTiming:
     alone: bool = False  # timed with nothing timed or started on the machine's other GPUs meanwhile
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
     mismatch: list | None = None  # the reference's check: [repetition, mismatch] of the first that differs
+    drained_ms: float = 0.0  # how long the reference waited, before its commands, for other work to leave the device
 
 
 def repetitions(estimate_ms: float, device: str, options: EvalOptions) -> int:
@@ -265,7 +266,15 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         layout = room()
         memory, retained = memory | layout, layout["retained"]
-        reference = Side(reference_call, shape, device, options, memory, keep=layout["side_by_side"])
+        drained: list[float] = []
+
+        def reference_timed(command, event):
+            if command["cmd"] == "time" and device_kind(device) == "cuda":
+                # The candidate is stopped, but work it queued before still runs: the reference waits it out.
+                drained.append(reference_call({"cmd": "drain", "shape": shape}, "drained").meta["waited_ms"])
+            return reference_call(command, event)
+
+        reference = Side(reference_timed, shape, device, options, memory, keep=layout["side_by_side"])
         candidate = Side(asked, shape, device, options, memory)
         if layout["side_by_side"]:
             for side in (reference, candidate):
@@ -305,6 +314,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 _check_block(reference_call, where, candidate, layout, last=True)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
+        candidate_timing.drained_ms = sum(drained)
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
     reference_timing.layout = candidate_timing.layout = layout

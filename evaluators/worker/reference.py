@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from evaluators.worker import device_memory, integrity, kernel_warmup, output_digest, timing, trials
+from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, output_digest, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared
 from evaluators.worker.handoff import Handed, HandoffError, output_name, read_outputs
@@ -256,6 +256,7 @@ def serve_reference(session: Session) -> None:
     kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
     answers = TimedAnswers()
+    idle = None  # the device-idle probe's tensor, made at the first drain
     for command in commands:
         shape = command["shape"]
         cmd = command["cmd"]
@@ -284,6 +285,9 @@ def serve_reference(session: Session) -> None:
             session.reply("timing", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
+        elif cmd == "drain":
+            idle = idle if idle is not None else torch.zeros(1, device=device)
+            session.reply("drained", {"waited_ms": device_idle.wait_idle(idle)})
         elif cmd == "room":  # with this shape's model built: it is part of what the device holds
             session.reply("room", timing_room(session, meta["sizes"][shape], command["settle"]))
         elif cmd == "time_compiled":

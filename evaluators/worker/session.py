@@ -39,7 +39,7 @@ class Session:
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
         while (command := self.replies.next_command()) is not None:
             # The parent asks again only once the reference has compared (and dropped) them.
-            self.held.release(keep_pool=command["cmd"] in ("time", "check_reps"))
+            self.held.release(keep_pool=command["cmd"] in ("time", "check_reps", "drain"))
             for fd in self.handed:
                 os.close(fd)
             self.handed = []

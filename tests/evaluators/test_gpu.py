@@ -124,3 +124,13 @@ def test_a_problem_larger_than_the_device_does_not_fit(cache_dir, tmp_path):
     result = evaluate(str(huge), candidate("torch_only"), "cuda", EvalOptions(cache_dir=cache_dir))
     assert result.status == "does_not_fit", result.message
     assert "GiB free of" in result.message and "needs ~" in result.message
+
+
+def test_work_a_candidate_leaves_on_the_device_after_its_reply_does_not_slow_the_reference(run_gpu):
+    """The reference waits, before each of its timing commands, until the stopped candidate's queued work is done."""
+    honest, attacked = run_gpu("good_triton"), run_gpu("leftover_kernel_after_reply")
+    assert honest.status == attacked.status == "correct", attacked.message
+    assert attacked.stages["device_drain_wait"] > 0  # it did wait (16 ms in all on an H100: the rest ran in checks)
+    for clean, shape in zip(honest.shapes, attacked.shapes, strict=True):
+        if clean.baseline_ms:
+            assert shape.baseline_ms < 1.15 * clean.baseline_ms, (shape.name, clean.baseline_ms, shape.baseline_ms)

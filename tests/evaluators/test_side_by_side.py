@@ -36,6 +36,8 @@ class Process:
         self.log.append((self.name, command))
         if command["cmd"] == "check_reps":
             return Reply("comparison", {"mismatch": self.mismatch(command)}, 0.0)
+        if command["cmd"] == "drain":
+            return Reply("drained", {"waited_ms": 0.0}, 0.0)
         if command["cmd"] == "warm":
             return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_s)
         if command["cmd"] == "probe":
@@ -401,3 +403,16 @@ def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
     low, high = shape.speedup_band
     assert low <= 1 / (1 + shape.process_floor) and high >= 1 + shape.process_floor
     assert shape.host_speed_ratio is None  # not host-bound: the band is not widened by the hosts' speeds
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_on_a_gpu_the_reference_waits_for_an_idle_device_before_each_timing_command(tmp_path, cuda_lock, device):
+    """Work the stopped candidate queued before its stop still runs on the device: the reference waits it out."""
+    (_, candidate), log = _timed(tmp_path, side_by_side=True, device=device)
+    commands = [c["cmd"] for name, c in log if name == "reference"]
+    times = [i for i, cmd in enumerate(commands) if cmd == "time"]
+    if device == "cpu":
+        assert "drain" not in commands
+    else:
+        assert times and all(commands[i - 1] == "drain" for i in times)
+    assert candidate.drained_ms == 0.0

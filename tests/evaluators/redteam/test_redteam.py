@@ -68,6 +68,8 @@ EXPECTED = {
     "drop_held_reps": ("incorrect", "timed repetition"),  # a repetition not handed over cannot be read
     "overwrite_held_copies": ("incorrect", "timed repetition"),
     "rewrite_after_reply": ("incorrect", "timed repetition"),
+    "dup2_after_reply": ("incorrect", "timed repetition"),  # its own file put at the handed descriptor: too late
+    "forge_time_in_output_iter": ("runtime_error", "expected a torch.Tensor"),
     "forge_reply": (None, None),
     "forge_stage_marks": ("runtime_error", "the candidate process sent"),
     "flood_channel": ("runtime_error", "over the 1048576-byte limit"),

@@ -48,6 +48,8 @@ class Process:
     def __call__(self, command: dict, event: str) -> Reply:
         if command["cmd"] == "check_reps":
             return Reply("comparison", {"mismatch": None}, 0.0)
+        if command["cmd"] == "drain":
+            return Reply("drained", {"waited_ms": 0.0}, 0.0)
         if command["cmd"] == "warm":
             return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_ms * 1e-3)
         if command["cmd"] == "probe":

@@ -1,0 +1,40 @@
+"""The reference's wait for other processes' work to leave the device (worker/device_idle.py)."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from evaluators.worker.device_idle import wait_idle
+
+pytestmark = pytest.mark.gpu
+
+BUSY = """
+import sys, torch
+torch.cuda._sleep(1)
+torch.cuda.synchronize()
+print("ready", flush=True)
+torch.cuda._sleep(int(sys.argv[1]))
+torch.cuda.synchronize()
+"""
+
+
+def test_an_idle_device_costs_no_wait():
+    probe = torch.zeros(1, device="cuda")
+    wait_idle(probe)  # the first launch loads the operator's kernel (22 ms on an H100): the warm-up does it first
+    assert wait_idle(probe) == 0.0
+
+
+def test_another_process_kernel_is_waited_out():
+    """About 200 ms of another context's spin: the wait ends once it has, not at once and not at the deadline."""
+    probe = torch.zeros(1, device="cuda")
+    other = subprocess.Popen([sys.executable, "-c", BUSY, str(400_000_000)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        time.sleep(0.02)  # its spin is on the device by now
+        waited = wait_idle(probe)
+    finally:
+        other.wait(30)
+    assert 50 < waited < 1500, waited
