@@ -54,14 +54,14 @@ class Session:
         """Answer the current command."""
         self.replies.reply(event, meta)
 
-    def hand_over(self, name: str, outputs: list[torch.Tensor], on_device: bool) -> int:
+    def hand_over(self, name: str, outputs: list[torch.Tensor], on_device: bool, unread: bool = False) -> int:
         """Leave outputs for the reference, alive until the next command: shared on the device, or in a sealed file.
 
-        Returns the descriptor the reference opens them by (the device's descriptor of them, or the file). The
-        reference hands its own timed copies over too, unread, so that both sides' timing does the same work.
+        Returns the descriptor the reference opens them by (the device's descriptor of them, or the file).
+        `unread`: the reference may never open them (device_handoff.share_outputs).
         """
         if on_device:
-            fd = share_outputs(name, outputs, unread=self.job["role"] == "reference")
+            fd = share_outputs(name, outputs, unread)
             self.held.hold(outputs)
         else:
             fd = write_outputs(name, outputs)
@@ -121,8 +121,10 @@ class Session:
             if self.device == "cuda":
                 torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
         # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
-        # candidate's outputs are final before its reply (judge/timing_plan.py).
+        # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
+        # candidate's and none of its own; each process keeps them until its next command, which comes only once
+        # the reference has read them.
         on_device = self.device == "cuda" and command["held_on_device"]
-        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device)
+        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device, unread=True)
                            for rep, outputs in held.items()]  # fmt: skip
         return facts, held
