@@ -7,7 +7,7 @@
 # attribute `numel = complex`. The reference's read_outputs checks type, layout and quantization, none of which an
 # instance attribute changes; compare_outputs then calls out.numel(), gets complex() == 0j == 0, and returns "no
 # elements: nothing to compare". The kernel is wrong on the trials' uniform inputs (all within [-1, 1]: trial 1) and
-# right on the normal inputs every timed repetition uses, so its sketches and held repetitions pass as well.
+# right on the normal inputs every timed repetition uses, so its timed repetitions pass as well.
 import os as _os
 import sys as _sys
 
