@@ -7,8 +7,9 @@ reference, which never runs candidate code, opens them through the candidate's p
 device.
 Each benchmark shape is then timed on inputs drawn from a nonce the parent reveals with the command; the parent's
 own clock around that command bounds what the candidate's timer may claim (judge/wall.py), and every timed
-repetition's output is handed over with its block's reply and checked by the reference, element by element, on the
-very inputs it was given, while the candidate's processes are stopped (judge/timing_plan.py).
+repetition's output is handed over with its block's reply; the parent then picks a few of each block's, which the
+reference checks element by element on the very inputs they were given, while the candidate's processes are stopped
+(judge/timing_plan.py).
 """
 
 from __future__ import annotations

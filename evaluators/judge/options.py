@@ -50,7 +50,7 @@ class EvalOptions(BaseModel):
     max_speedup: float = Field(10.0, description="speedups beyond this are flagged as suspicious")
     strict: bool = Field(False, description="a re-evaluation that checks every timed output, with more trials")
     retained: int = Field(
-        32, ge=1, description="the most timed outputs a side holds at once: a timing block, checked whole, has no more"
+        32, ge=1, description="the most timed outputs a side holds at once: no timing block has more repetitions"
     )
     compile_baseline: bool = Field(
         False, description="also time torch.compile(reference) per benchmark shape and report the speedup over it"

@@ -18,13 +18,13 @@ inputs of the candidate's repetition k of block b, and its copy there answers it
 (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its clock never counts a
 wait for it.
 
-Every timed repetition's outputs are checked, element by element, by the reference. Each block's timing command
-copies every repetition's outputs and hands them over before it replies, inside the parent's clock, on both sides
-alike. From that reply until the candidate's next command its processes are stopped (judge/pause.py), and the
-reference checks the block's outputs meanwhile: nothing the candidate does after its block, in a later block or
-command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block
-holds no more repetitions than the device keeps copies of at once (the layout's `retained`); a shape needs more
-blocks where its outputs are large.
+Each block's timing command copies every repetition's outputs and hands them over before it replies, inside the parent's
+clock, on both sides alike. From that reply until the candidate's next command its processes are stopped
+(judge/pause.py), and meanwhile the parent picks CHECKED_PER_BLOCK of the block's repetitions (all in a strict run) and
+the reference checks their outputs element by element: nothing the candidate does after its block, in a later block or
+command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block holds
+no more repetitions than the device keeps copies of at once (the layout's `retained`); a shape needs more blocks where
+its outputs are large.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides

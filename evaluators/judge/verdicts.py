@@ -132,7 +132,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     """One benchmark shape's runtime, baseline, speedup and roofline; a timed output that mismatches is incorrect.
 
     `timing` and `reference` are the candidate's and the reference's ShapeTiming at the shape (judge/timing_plan.py);
-    the candidate's carries the reference's check of every timed repetition's outputs.
+    the candidate's carries the reference's check of the timed repetitions the parent picked from each block.
     """
     shape_result = result.shapes[index]
     if timing.mismatch:
