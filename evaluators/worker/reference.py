@@ -338,7 +338,7 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
 
 def check_reps(session: Session, model, command: dict, tolerance: tuple, memory: dict,
                kept: dict[int, list]) -> dict:  # fmt: skip
-    """Every handed-over timed repetition element-wise against the reference's answer on the same inputs.
+    """The timed repetitions the command names, element-wise against the reference's answer on the same inputs.
 
     `kept` holds the reference's own outputs of the repetitions it timed on these inputs (timed_answers.py); the
     others are computed here, with a reference call each. The candidate's process is stopped meanwhile
@@ -349,9 +349,8 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
     device, shape, reps = session.device, command["shape"], command["reps"]
     handed = _handed(command, [output_name(shape, "rep", rep) for rep in reps])
     on_device = device == "cuda" and command["held_on_device"]
-    digests = command.get("digests")
-    digests = digests if isinstance(digests, list) and len(digests) == len(reps) else [None] * len(reps)
-    for rep, outputs, digest in zip(reps, handed, digests, strict=True):
+    # One digest a repetition, or None where the candidate's reply had no readable list (judge/timing_plan.py).
+    for rep, outputs, digest in zip(reps, handed, command["digests"], strict=True):
         wanted = kept.pop(rep) if rep in kept else _rep_outputs(session, model, command, rep)
         bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
         read = functools.partial(_as_timed, digest) if on_device else read_outputs
