@@ -53,7 +53,9 @@ class Digester:
         out = _EMPTY(lanes, dtype=torch.int64, device=words.device)
         args = [ctypes.c_uint64(words.data_ptr()), ctypes.c_uint64(n), ctypes.c_uint64(lanes),
                 ctypes.c_uint64(out.data_ptr())]  # fmt: skip
-        self.kernel.launch(-(-lanes // THREADS), THREADS, args, torch.cuda.current_stream().cuda_stream)
+        self.kernel.launch(
+            -(-lanes // THREADS), THREADS, ptx_kernel.pointers(args), torch.cuda.current_stream().cuda_stream
+        )
         return out
 
 

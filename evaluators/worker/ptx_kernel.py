@@ -16,15 +16,19 @@ P = ctypes.c_void_p
 
 
 class Kernel:
-    """A loaded kernel: `launch(grid, block, args, stream)` queues it, `args` being ctypes values it reads."""
+    """A loaded kernel: `launch(grid, block, pointers(args), stream)` queues it, `args` being ctypes values it reads."""
 
     def __init__(self, driver, function: ctypes.c_void_p):
         self.driver, self.function = driver, function
 
-    def launch(self, grid: int, block: int, args: list, stream: int) -> None:
-        pointers = (P * len(args))(*(ctypes.addressof(a) for a in args))
+    def launch(self, grid: int, block: int, pointers, stream: int) -> None:
         check(self.driver.cuLaunchKernel(self.function, grid, 1, 1, block, 1, 1, 0, stream, pointers, None),
               "cuLaunchKernel")  # fmt: skip
+
+
+def pointers(args: list):
+    """The launch's argument array for `args` (ctypes values): built once, it serves every launch that writes them."""
+    return (P * len(args))(*(ctypes.addressof(a) for a in args))
 
 
 def load(ptx: Path, name: str) -> Kernel:

@@ -35,12 +35,13 @@ class StreamHold:
         # The kernel's arguments, written in place for each launch: the word's device address, the value it waits
         # for (one more each hold, so no earlier release counts) and its cap in nanoseconds.
         self._args = [ctypes.c_uint64(device_pointer), ctypes.c_uint32(0), ctypes.c_uint64()]
+        self._pointers = ptx_kernel.pointers(self._args)
 
     def hold(self, cap_ms: float) -> None:
         """Queue the hold on the current stream: it ends at the next release, or after `cap_ms`."""
         self._args[1].value += 1
         self._args[2].value = int(cap_ms * 1e6)
-        self._kernel.launch(1, 1, self._args, torch.cuda.current_stream().cuda_stream)
+        self._kernel.launch(1, 1, self._pointers, torch.cuda.current_stream().cuda_stream)
 
     def release(self) -> None:
         """End the hold now queued (a plain store: the device reads the word across the bus)."""
