@@ -230,20 +230,20 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, last: boo
     """
     timing, block = candidate.timing, candidate.timing.blocks[-1]
     # A wrong candidate is timed to the end, so both workers finish the shape as planned; its later blocks go
-    # unchecked, but the last check still comes, for the reference to give its memory back.
+    # unchecked, but their check command still comes: the reference lets go of what the block shared on the device
+    # (device_handoff.share_outputs), and at the last one gives its memory back.
     offsets = [] if timing.mismatch is not None else list(range(block.reps))
     if not strict and len(offsets) > CHECKED_PER_BLOCK:
         offsets = sorted(_RANDOM.sample(offsets, CHECKED_PER_BLOCK))
-    if not (offsets or last):
-        return
     handed = where(candidate.last_reply, block.reps)
+    unread = [k for k in range(block.reps) if k not in offsets]
     digests = candidate.last_reply.get("digests")
     digests = digests if isinstance(digests, list) and len(digests) == block.reps else [None] * block.reps
     command = {
         "cmd": "check_reps", "shape": candidate.shape, "reps": [block.first + k for k in offsets],
         "blocks": [[block.first, block.reps, block.nonce]], "held_on_device": layout["retained_on_device"],
         "last": last, "pid": handed["pid"], "fds": [handed["fds"][k] for k in offsets],
-        "digests": [digests[k] for k in offsets],
+        "unread_fds": [handed["fds"][k] for k in unread], "digests": [digests[k] for k in offsets],
     }  # fmt: skip
     mismatch = reference_call(command, "comparison").meta.get("mismatch")
     timing.mismatch = timing.mismatch or mismatch

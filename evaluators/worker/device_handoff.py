@@ -92,10 +92,13 @@ class HeldOutputs:
 def share_outputs(name: str, outputs: list[torch.Tensor], unread: bool = False) -> int:
     """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive); the descriptor's fd.
 
-    `unread`: no process may open them, or none after the caller's next command, when it drops them (timed copies:
-    the reference reads a few of the candidate's, picked after the block, and none of its own). torch keeps a shared
-    block from the allocator until every reader has let it go, so their count is let go here at once; kept, each of
-    the reference's copies stayed allocated for good (74 GiB in a warm reference on an H100).
+    Each share's count in torch's counter file starts at one, and the block goes back to the allocator only once the
+    count is back at exactly zero: kept above, it stays allocated for good (74 GiB of the reference's own copies in a
+    warm reference on an H100); brought below, by a reader's drop after the count was let go, it stayed allocated too
+    (the candidate's copies grew by 12 GiB a block on an H200 and level1/19 ran out of memory). So each share's count
+    is let go once: by its reader dropping what it opened, by the reference for the candidate's copies it does not
+    read (release_unread), or here, with `unread`, where no process will open them (the reference's own timed
+    copies).
     """
     entries = []
     for tensor in outputs:
@@ -134,6 +137,19 @@ def open_shared(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
     return tensors
 
 
+def release_unread(handed: Handed) -> None:
+    """Reference side: let go of the counts of the candidate's device tensors it will not open (see share_outputs)."""
+    entries = _descriptor(handed)
+    if not isinstance(entries, list):
+        raise HandoffError(f"{handed.name} does not describe a list of tensors")
+    for i, entry in enumerate(entries):
+        storage = entry.get("storage") if isinstance(entry, dict) else None
+        if storage is None:
+            continue  # an empty output shares nothing
+        counter, counter_offset = _counter(handed.name, i, storage)
+        _RELEASE(counter.encode(), counter_offset)
+
+
 def _descriptor(handed: Handed):
     with untrusted_file(handed, DESCRIPTOR_BYTES) as (fd, size):
         raw = os.pread(fd, size, 0)
@@ -147,25 +163,37 @@ def _dims(shape) -> bool:
     return isinstance(shape, list) and len(shape) <= MAX_DIMS and all(type(d) is int and d >= 0 for d in shape)
 
 
-def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbytes: int) -> torch.Tensor:
+def _counter(name: str, i: int, storage) -> tuple[str, int]:
+    """The storage's count in torch's counter file: (the file's name, the slot), each checked before torch maps it."""
     if not isinstance(storage, dict):
         raise HandoffError(f"{name}: output {i} has no storage")
+    counter, counter_offset = storage.get("counter"), storage.get("counter_offset")
+    valid = (
+        type(counter_offset) is int
+        and 0 <= counter_offset < REF_COUNTER_SLOTS
+        and isinstance(counter, str)
+        and REF_COUNTER_NAME.fullmatch(counter) is not None
+        and _counter_file(counter)
+    )
+    if not valid:
+        raise HandoffError(f"{name}: output {i} has an invalid storage description")
+    return counter, counter_offset
+
+
+def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbytes: int) -> torch.Tensor:
+    counter, counter_offset = _counter(name, i, storage)
     try:
         handle, event = bytes.fromhex(storage["handle"]), bytes.fromhex(storage["event"])
         size, offset, element_offset = storage["size"], storage["offset"], storage["element_offset"]
-        counter, counter_offset, sync = storage["counter"], storage["counter_offset"], storage["sync"]
+        sync = storage["sync"]
     except (KeyError, TypeError, ValueError):
         raise HandoffError(f"{name}: output {i} has a malformed storage") from None
     valid = (
         0 < len(handle) <= MAX_HANDLE_BYTES
         and len(event) <= MAX_HANDLE_BYTES
-        and all(type(v) is int and v >= 0 for v in (size, offset, element_offset, counter_offset))
+        and all(type(v) is int and v >= 0 for v in (size, offset, element_offset))
         and element_offset * dtype.itemsize + nbytes <= size
         and type(sync) is bool
-        and counter_offset < REF_COUNTER_SLOTS
-        and isinstance(counter, str)
-        and REF_COUNTER_NAME.fullmatch(counter) is not None
-        and _counter_file(counter)
     )
     if not valid:
         raise HandoffError(f"{name}: output {i} has an invalid storage description")

@@ -13,7 +13,7 @@ import torch
 
 from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, output_digest, timing, trials
 from evaluators.worker.compare import judge
-from evaluators.worker.device_handoff import open_shared
+from evaluators.worker.device_handoff import open_shared, release_unread
 from evaluators.worker.handoff import Handed, HandoffError, output_name, read_outputs
 from evaluators.worker.memory import (
     RESERVE_BYTES,
@@ -349,16 +349,46 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
     device, shape, reps = session.device, command["shape"], command["reps"]
     handed = _handed(command, [output_name(shape, "rep", rep) for rep in reps])
     on_device = device == "cuda" and command["held_on_device"]
+    found = _release_unread(command, shape) if on_device else None
     # One digest a repetition, or None where the candidate's reply had no readable list (judge/timing_plan.py).
     for rep, outputs, digest in zip(reps, handed, command["digests"], strict=True):
+        if found is not None:
+            if on_device:
+                _release(rep, outputs)  # not opened now: its count goes as the others' did
+            continue
         wanted = kept.pop(rep) if rep in kept else _rep_outputs(session, model, command, rep)
         bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
         read = functools.partial(_as_timed, digest) if on_device else read_outputs
         mismatch = judge([(outputs, wanted)], *tolerance, bound, device, memory["compare_chunk"], read)[0]
         del wanted
         if mismatch:
-            return {"mismatch": [rep, mismatch]}
-    return {"mismatch": None}
+            found = [rep, mismatch]
+    return {"mismatch": found}
+
+
+def _release_unread(command: dict, shape: int) -> list | None:
+    """Let go of the counts of the block's device copies the parent did not pick; the first malformed one's mismatch.
+
+    Each copy the candidate shared stays allocated in its process until its count is let go exactly once
+    (device_handoff.share_outputs); the parent sends the descriptors of those it did not pick for that.
+    """
+    (first, count, _), picked = command["blocks"][0], set(command["reps"])
+    unread = [first + k for k in range(count) if first + k not in picked]
+    names = [output_name(shape, "rep", rep) for rep in unread]
+    found = None
+    for rep, handed in zip(unread, _handed(command, names, "unread_fds"), strict=True):
+        mismatch = _release(rep, handed)
+        found = found or mismatch
+    return found
+
+
+def _release(rep: int, handed: Handed) -> list | None:
+    """release_unread of one repetition's copies; [rep, why] where its descriptor is malformed (the candidate's)."""
+    try:
+        release_unread(handed)
+    except HandoffError as exc:
+        return [rep, {"summary": f"outputs unreadable: {exc}", "details": ""}]
+    return None
 
 
 def _as_timed(digest, handed: Handed, max_bytes: int) -> list[torch.Tensor]:
@@ -372,9 +402,9 @@ def _as_timed(digest, handed: Handed, max_bytes: int) -> list[torch.Tensor]:
     return found
 
 
-def _handed(command: dict, names: list[str]) -> list[Handed]:
+def _handed(command: dict, names: list[str], fds: str = "fds") -> list[Handed]:
     """Where the candidate handed each of `names` over: the parent sends its process and the descriptors it named."""
-    return [Handed(command["pid"], fd, name) for fd, name in zip(command["fds"], names, strict=True)]
+    return [Handed(command["pid"], fd, name) for fd, name in zip(command[fds], names, strict=True)]
 
 
 def _rep_outputs(session: Session, model, command: dict, rep: int) -> list[torch.Tensor]:

@@ -58,7 +58,7 @@ class Session:
         """Leave outputs for the reference, alive until the next command: shared on the device, or in a sealed file.
 
         Returns the descriptor the reference opens them by (the device's descriptor of them, or the file).
-        `unread`: the reference may never open them (device_handoff.share_outputs).
+        `unread`: no process will open them (device_handoff.share_outputs).
         """
         if on_device:
             fd = share_outputs(name, outputs, unread)
@@ -122,9 +122,10 @@ class Session:
                 torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
         # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
         # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
-        # candidate's and none of its own; each process keeps them until its next command, which comes only once
-        # the reference has read them.
+        # candidate's, lets the others' counts go, and reads none of its own; each process keeps them until its next
+        # command, which comes only once the reference is done with them.
         on_device = self.device == "cuda" and command["held_on_device"]
-        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device, unread=True)
+        unread = self.job["role"] == "reference"
+        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device, unread)
                            for rep, outputs in held.items()]  # fmt: skip
         return facts, held

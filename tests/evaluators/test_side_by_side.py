@@ -178,6 +178,10 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
         else:
             assert len(check["reps"]) == timing_plan.CHECKED_PER_BLOCK and set(check["reps"]) <= set(every)
     assert [c["fds"] for c in checks] == [[100 + r for r in c["reps"]] for c in checks]
+    for check, block in zip(checks, candidate.blocks, strict=True):  # the others' counts go (device_handoff)
+        assert sorted(check["fds"] + check["unread_fds"]) == [
+            100 + r for r in range(block.first, block.first + block.reps)
+        ]
     picked = {r for c in checks for r in c["reps"]}
     assert strict or len(picked) < candidate.reps  # a sample, not the whole
     assert (
@@ -199,7 +203,8 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
 
 
 def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_unchecked(tmp_path, cuda_lock):
-    """The first mismatch is kept; the workers still finish the shape, and the last check gives the memory back."""
+    """The first mismatch is kept; the workers still finish the shape, each later block's check command reads nothing
+    but lets go of what the block shared, and the last one gives the memory back."""
     log, memory = [], {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
     layout = {"side_by_side": True, "timing_sets": 2, "retained": 32, "retained_on_device": True}
     reference = Process("reference", log)
@@ -212,7 +217,9 @@ def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_uncheck
     _, candidate = timed_side_by_side(reference, Process("candidate", log), "cuda", options, memory, lambda: layout)
     assert candidate.mismatch is not None and candidate.mismatch[1]["summary"] == "wrong"
     checks = [c for _, c in log if c["cmd"] == "check_reps"]
-    assert [len(c["reps"]) for c in checks] == [timing_plan.CHECKED_PER_BLOCK, 0] and checks[-1]["last"]
+    assert len(checks) == len(candidate.blocks) and checks[-1]["last"]  # each lets go of its block's copies
+    assert [len(c["reps"]) for c in checks] == [timing_plan.CHECKED_PER_BLOCK] + [0] * (len(checks) - 1)
+    assert [len(c["fds"] + c["unread_fds"]) for c in checks] == [b.reps for b in candidate.blocks]
     assert len(candidate.facts["times_ms"]) == candidate.reps
 
 
