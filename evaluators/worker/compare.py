@@ -104,7 +104,9 @@ def _compare_one(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
     exact = not ref.is_floating_point()
     tally = _Tally()
     flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
-    if ref.dtype in _SCREENED and atol >= SCREEN_ATOL and _screened(flat_out, flat_ref, atol, rtol, device, chunk):
+    # A negative rtol cancels part of atol, which the screen's rounding of atol could then pass: no screen.
+    screen = ref.dtype in _SCREENED and atol >= SCREEN_ATOL and rtol >= 0
+    if screen and _screened(flat_out, flat_ref, atol, rtol, device, chunk):
         return None
     for lo in range(0, ref.numel(), chunk):
         o = flat_out[lo : lo + chunk].to(device)
@@ -177,8 +179,9 @@ def _float_chunk(o, r, lo, atol, rtol, tally):
         n_inf = int(bad_nonfinite.sum()) - n_nan
         # Counted in this chunk: the first one is what a debugger needs.
         return Mismatch(f"{n_nan} NaN and {n_inf} Inf where the reference is finite (first at {{where}})", first)
-    # Non-finite reference values must be matched exactly (same NaN places, same signed infinities).
-    if any_special and not torch.equal(o[ref_special].nan_to_num(0.0), r[ref_special].nan_to_num(0.0)):
+    # Non-finite reference values must be matched exactly: a NaN by a NaN, an infinity by the same infinity (each
+    # turned into a number first, a 0 read as a reproduced NaN and float64's largest value as an infinity).
+    if any_special and not _reproduced(o[ref_special], r[ref_special]):
         first = lo + int(ref_special.nonzero()[0].item())
         return Mismatch("NaN/Inf of the reference not reproduced (near {where})", first)
     diff = torch.where(finite, (o - r).abs(), 0.0)
@@ -195,6 +198,11 @@ def _float_chunk(o, r, lo, atol, rtol, tally):
         if worst_excess > tally.worst_excess:
             tally.worst, tally.worst_excess = lo + int(worst), worst_excess
     return None
+
+
+def _reproduced(o: torch.Tensor, r: torch.Tensor) -> bool:
+    """Whether `o` holds the reference's non-finite values `r` exactly: NaN where NaN, the same infinity elsewhere."""
+    return bool(((o == r) | (o.isnan() & r.isnan())).all())
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:

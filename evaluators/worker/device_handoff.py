@@ -20,7 +20,7 @@ import math
 import os
 import re
 import stat
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -116,8 +116,28 @@ def share_outputs(name: str, outputs: list[torch.Tensor], unread: bool = False) 
     return sealed(name, lambda file: file.write(text))
 
 
+@contextmanager
+def _candidates(handed: Handed):
+    """Whatever reading the candidate's descriptor raises is its malformed handoff, never a failure of the reference.
+
+    Its values are the candidate's JSON: a list where a dtype's name belongs is unhashable, a nesting past the
+    decoder's depth a RecursionError; each check below names what it expects, and this catches what none foresaw.
+    """
+    try:
+        yield
+    except HandoffError:
+        raise
+    except Exception as exc:
+        raise HandoffError(f"{handed.name} is malformed ({type(exc).__name__})") from None
+
+
 def open_shared(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
     """Reference side: the candidate's device tensors described as handed over, each field checked before opening."""
+    with _candidates(handed):
+        return _opened(handed, max_bytes)
+
+
+def _opened(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
     entries = _descriptor(handed)
     if not isinstance(entries, list):
         raise HandoffError(f"{handed.name} does not describe a list of tensors")
@@ -139,15 +159,16 @@ def open_shared(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
 
 def release_unread(handed: Handed) -> None:
     """Reference side: let go of the counts of the candidate's device tensors it will not open (see share_outputs)."""
-    entries = _descriptor(handed)
-    if not isinstance(entries, list):
-        raise HandoffError(f"{handed.name} does not describe a list of tensors")
-    for i, entry in enumerate(entries):
-        storage = entry.get("storage") if isinstance(entry, dict) else None
-        if storage is None:
-            continue  # an empty output shares nothing
-        counter, counter_offset = _counter(handed.name, i, storage)
-        _RELEASE(counter.encode(), counter_offset)
+    with _candidates(handed):
+        entries = _descriptor(handed)
+        if not isinstance(entries, list):
+            raise HandoffError(f"{handed.name} does not describe a list of tensors")
+        for i, entry in enumerate(entries):
+            storage = entry.get("storage") if isinstance(entry, dict) else None
+            if storage is None:
+                continue  # an empty output shares nothing
+            counter, counter_offset = _counter(handed.name, i, storage)
+            _RELEASE(counter.encode(), counter_offset)
 
 
 def _descriptor(handed: Handed):
@@ -155,7 +176,7 @@ def _descriptor(handed: Handed):
         raw = os.pread(fd, size, 0)
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's depth is as malformed as bad syntax
         raise HandoffError(f"{handed.name} is not a JSON descriptor") from None
 
 

@@ -211,3 +211,13 @@ def test_copies_the_reference_reads_or_lets_go_are_given_back_block_after_block(
         producer.communicate("done\n", timeout=60)
     # The allocator may settle on a segment more once the first block's copies were freed; after that, no growth.
     assert reserved[1] == reserved[2] == reserved[3], reserved
+
+
+def test_a_descriptor_of_values_no_check_foresaw_is_the_candidates_handoff_error(write):
+    """An unhashable dtype name, a counter that is a mapping: whatever reading the candidate's JSON raises is its
+    HandoffError, never the reference's own failure (which blames the problem)."""
+    with pytest.raises(HandoffError):
+        open_shared(write([{"dtype": ["float32"], "shape": [4]}]), max_bytes=1 << 30)
+    for read in (lambda handed: open_shared(handed, max_bytes=1 << 30), release_unread):
+        with pytest.raises(HandoffError):
+            read(write([{"dtype": "float32", "shape": [4], "storage": {**GOOD_STORAGE, "counter": {}}}]))
