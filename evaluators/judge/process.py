@@ -15,14 +15,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.judge import parent_death, pause
+from evaluators.judge import parent_death, pause, scratch
 from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
 
@@ -116,42 +114,50 @@ class Worker:
         A `spare` may wait a while for its job, so it also imports what a job may need (worker/main.py).
         """
         self.role, self.options, self.device = role, options, device
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"ks-{role}-"))
-        chan_r, chan_w = os.pipe()
+        self.scratch = scratch.directory(role)
+        self._chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
-        # -P: the working directory (the worker's scratch, which another process of the user could write) is not on
-        # the import path, so nothing planted there is imported as a module.
-        command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), role]
-        command += ["spare"] if spare else []
-        use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
-        # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
-        # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
-        use_ns = use_ns and role != "reference"
-        if use_ns:
-            # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
-            # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
-            # `unshare` dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
-            inside = parent_death.without_capabilities(command)
-            command = parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *inside])
-        self.proc = parent_death.popen(
-            command,
-            cwd=self.scratch,
-            env=worker_env(device, self.scratch, options, toolchain),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=(chan_w, ctl_r),
-            start_new_session=True,  # its own process group: a timeout kills everything it started
-        )
-        os.close(chan_w)
-        os.close(ctl_r)
-        self._chan_r = chan_r
+        try:
+            self.proc = parent_death.popen(
+                self._command(chan_w, ctl_r, spare),
+                cwd=self.scratch,
+                env=worker_env(device, self.scratch, options, toolchain),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(chan_w, ctl_r),
+                start_new_session=True,  # its own process group: a timeout kills everything it started
+            )
+        except BaseException:
+            self._release()  # no process for a close to end later: its pipes and directory go now
+            raise
+        finally:
+            os.close(chan_w)
+            os.close(ctl_r)
         self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
         self.stage = "startup"
         self.assigned = False  # a process that was given a job is never handed another
         self.harness_pid: int | None = None  # the harness's process, by the parent's PIDs (assign finds it)
         self.stage_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def _command(self, chan_w: int, ctl_r: int, spare: bool) -> list[str]:
+        """The worker's command line: in a PID namespace of its own where one is asked for or available."""
+        # -P: the working directory (the worker's scratch, which another process of the user could write) is not on
+        # the import path, so nothing planted there is imported as a module.
+        command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), self.role]
+        command += ["spare"] if spare else []
+        options = self.options
+        use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
+        # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
+        # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
+        if not use_ns or self.role == "reference":
+            return command
+        # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
+        # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
+        # `unshare` dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
+        inside = parent_death.without_capabilities(command)
+        return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *inside])
 
     def assign(self, job: dict, candidate_source: str | None, stage: str) -> Reply:
         """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.

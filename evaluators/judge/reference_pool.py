@@ -80,8 +80,12 @@ class ReferenceWorker:
         job = job | {"role": "reference", "sizes": self.cache.sizes()}
         self.sizes_from_cache = job["sizes"] is not None and device_kind(device) == "cuda"
         self.cached_sizes = job["sizes"]
-        with self.lock:
-            self.started = self._checked(lambda: self.worker.assign(job, None, "reference")).meta
+        try:
+            with self.lock:
+                self.started = self._checked(lambda: self.worker.assign(job, None, "reference")).meta
+        except BaseException:
+            self.worker.close()  # never pooled: nothing else would let go of its pipes and its directory
+            raise
         self._memory: Future = Future()
         self._ready: Future = Future()
         threading.Thread(target=self._prepare, args=(job["sizes"] is None,), daemon=True, name="reference").start()
@@ -262,7 +266,9 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
                 warm.users += 1
                 warm.served += 1
                 return warm
-            _pool.pop(key, None)
+            dead = _pool.pop(key, None)
+            if dead is not None and dead.users == 0:
+                dead.close()  # it died idle; one that died in use is closed by its last evaluation's release
             idle = [k for k, w in _pool.items() if _evictable(json.loads(k), problem, device) and w.users == 0]
             for other in idle:
                 _pool.pop(other).close()
@@ -294,15 +300,24 @@ def end_idle(device: str) -> int:
 def discard(reference: ReferenceWorker) -> None:
     """End `reference` and forget it: the next evaluation of its problem starts another."""
     with _pool_lock:
-        for key in [k for k, warm in _pool.items() if warm is reference]:
-            del _pool[key]
+        _forget(reference)
     reference.close()
 
 
 def release(reference: ReferenceWorker) -> None:
-    """One evaluation is done with `reference`; it stays warm for the next candidate of its problem."""
+    """One evaluation is done with `reference`; it stays warm for the next candidate of its problem, unless it died."""
     with _pool_lock:
         reference.users -= 1
+        dead = reference.users == 0 and not reference.alive
+        if dead:
+            _forget(reference)  # under the same lock: reference_for cannot close it a second time meanwhile
+    if dead:
+        reference.close()
+
+
+def _forget(reference: ReferenceWorker) -> None:
+    for key in [k for k, warm in _pool.items() if warm is reference]:
+        del _pool[key]
 
 
 def close_all(wait: bool = True) -> None:

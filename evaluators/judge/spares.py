@@ -77,9 +77,11 @@ def claim(role: str, options: EvalOptions, toolchain: str, device: str) -> Worke
         _claims[key] = _claims.get(key, 0) + 1
         while _replace_claimed and len(queue) < min(_depth(role, device), _claims[key]):
             queue.append(Worker(role, options, toolchain, device, spare=True))
-    if spare is None or spare.proc.poll() is not None:
-        spare = Worker(role, options, toolchain, device)
-    return spare
+    if spare is not None and spare.proc.poll() is None:
+        return spare
+    if spare is not None:
+        spare.close()  # it died waiting; its pipes and its directory are still the parent's to let go of
+    return Worker(role, options, toolchain, device)
 
 
 def give_back(worker: Worker, options: EvalOptions, toolchain: str, device: str) -> None:

@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -392,16 +391,16 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(own_problem, o
     assert honest.status == "correct", honest.message
 
 
-def test_a_module_planted_in_the_references_directory_does_not_run_there(tmp_path, own_problem, options, monkeypatch):
-    scratch = tmp_path / "tmp"  # the workers' scratch directories, apart from anyone else's
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+def test_a_module_planted_in_the_references_directory_does_not_run_there(own_problem, options):
     reference_pool.close_all()
     spares.close_all()
     opts = options.model_copy(update={"compile_baseline": True, "timeout_s": 120})
     result = evaluate(load_problem(own_problem), attack("plant_module_in_reference_cwd"), "cpu", opts)
     spares.close_all()
-    ran = list(scratch.glob("ks-reference-*/ran-in-reference"))
+    (reference,) = reference_pool._pool.values()
+    assert (reference.worker.scratch / "colorsys.py").exists(), "the attack found no reference's directory"
+    # The directories beside it are this process's workers' alone: each process's sit in a root of its own.
+    ran = list(reference.worker.scratch.parent.glob("ks-reference-*/ran-in-reference"))
     assert result.status == "incorrect", (result.message, ran)  # its timed outputs are zeros
     assert not ran, "the planted module ran in the reference"
 
