@@ -144,7 +144,7 @@ def _session() -> Session:
     """A worker's session on the CPU with a problem of one input; only what its timing command reads."""
     session = Session.__new__(Session)
     session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
-    session.job = {"flush_mb": 1}
+    session.job = {"flush_mb": 1, "role": "candidate"}
     session.clocks, session.held, session.handed = Clocks("cpu"), HeldOutputs("cpu"), []
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
