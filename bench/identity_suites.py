@@ -5,13 +5,14 @@
 
 PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is copied here. Per level, each problem's
 reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
-Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but
-`no_custom_kernel` (the reference has no kernel of its own), other hard flags, speedups read as significant (the
-noise band excludes 1.0: an honest evaluator says none), the share of timed problems whose band's half-width is at
-most 2 %, the median half-width and the median of the process floor the bands hold (judge/bands.py), the extreme
-speedups, and the wall time; then the failures, flags, significant speedups and the five slowest evaluations of each
-level. Each level's suite.json and journal stay under --out. Level 4 is left out: its problems load model weights from
-a hub, which the machines measured on cannot reach.
+Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but `no_custom_kernel`
+(the reference has no kernel of its own), other hard flags, speedups read as significant (the noise band excludes 1.0:
+an honest evaluator says none), the share of timed problems whose band's half-width is at most 2 %, the median
+half-width, the median of the process floor the bands hold (judge/bands.py) and of the half-width before it (the blocks'
+own band, `band_within`: what a floor of another size would be added to), the extreme speedups, and the wall time; then
+the failures, flags, significant speedups and the five slowest evaluations of each level. Each level's suite.json and
+journal stay under --out. Level 4 is left out: its problems load model weights from a hub, which the machines measured
+on cannot reach.
 """
 
 from __future__ import annotations
@@ -59,9 +60,14 @@ def journal_facts(entries: list[dict]) -> dict:
     facts = {}
     for entry in entries:
         result = entry["strict"] or entry["result"]
-        floors = [s["process_floor"] for s in result.get("shapes", []) if s.get("process_floor") is not None]
+        shapes = result.get("shapes", [])
+        floors = [s["process_floor"] for s in shapes if s.get("process_floor") is not None]
+        within = [
+            (s["band_within"][1] - s["band_within"][0]) / 2 / s["speedup"] for s in shapes if s.get("band_within")
+        ]
         seconds = result.get("stages", {}).get("total")
-        facts[entry["row"]["key"]] = {"seconds": seconds, "floor": max(floors, default=None)}
+        facts[entry["row"]["key"]] = {"seconds": seconds, "floor": max(floors, default=None),
+                                      "within": max(within, default=None)}  # fmt: skip
     return facts
 
 
@@ -77,6 +83,7 @@ def row(level: int, outcome: dict) -> dict:
     speedups = sorted(r["speedup"] for r in correct if r.get("speedup"))
     half_widths = [(r["speedup_band"][1] - r["speedup_band"][0]) / 2 / r["speedup"] for r in timed]
     floors = [f["floor"] for f in outcome["journal"].values() if f["floor"] is not None]
+    within = [f["within"] for f in outcome["journal"].values() if f.get("within") is not None]
     seconds = sorted(((f["seconds"], key) for key, f in outcome["journal"].items() if f["seconds"]), reverse=True)
     return {
         "level": level,
@@ -89,6 +96,7 @@ def row(level: int, outcome: dict) -> dict:
         "narrow_share": len(narrow) / len(timed) if timed else None,
         "half_width_median": statistics.median(half_widths) if half_widths else None,
         "floor_median": statistics.median(floors) if floors else None,
+        "within_median": statistics.median(within) if within else None,
         "slowest": [(key, round(s, 2)) for s, key in seconds[:5]],
         "timed": len(timed),
         "speedup_range": (speedups[0], speedups[-1]) if speedups else None,
@@ -110,8 +118,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | half-width median "
-          "| process floor median | speedups | wall s |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| process floor median | before the floor | speedups | wall s |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for level in map(int, args.levels.split(",")):
         r = row(
             level, judge_level(base.resolve(), level, args.problems, args.device, args.out.resolve(), args.budget_s)
@@ -119,10 +127,11 @@ def main() -> None:
         rows.append(r)
         narrow = f"{r['narrow_share']:.1%} of {r['timed']}" if r["narrow_share"] is not None else "-"
         span = f"{r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}" if r["speedup_range"] else "-"
-        medians = [f"{r[k]:.2%}" if r[k] is not None else "-" for k in ("half_width_median", "floor_median")]
+        medians = [f"{r[k]:.2%}" if r[k] is not None else "-"
+                   for k in ("half_width_median", "floor_median", "within_median")]  # fmt: skip
         print(f"| {level} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
               f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {medians[0]} | {medians[1]} "
-              f"| {span} | {r['wall_s']} |", flush=True)  # fmt: skip
+              f"| {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
     (args.out / "identity_suites.json").write_text(json.dumps(rows, indent=1))
     for r in rows:
         for what in ("failed", "other_hard_flags", "significant", "slowest"):

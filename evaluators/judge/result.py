@@ -45,6 +45,11 @@ class ShapeResult(BaseModel):
         None,
         description="the share two processes may differ by on this call, held inside the band (judge/bands.py)",
     )
+    band_within: tuple[float, float] | None = Field(
+        None,
+        description="the band from the timing's own blocks, before the process floor was added: what another floor "
+        "would be added to (judge/bands.py)",
+    )
     host_speed_ratio: float | None = Field(
         None, description="the two processes' host speeds apart, by which a host-bound call's band was widened"
     )

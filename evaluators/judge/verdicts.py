@@ -188,6 +188,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         shape_result.speedup_band, shape_result._band_draws = bands.across_processes(shape_result._band_draws, speeds)
         shape_result.host_speed_ratio = speeds
     if device == "cuda" and shape_result._band_draws:
+        shape_result.band_within = shape_result.speedup_band
         floor = shape_result.process_floor = bands.process_floor(reference_issued, baseline)
         shape_result.speedup_band, shape_result._band_draws = bands.with_process_floor(
             shape_result._band_draws, shape_result.speedup, floor

@@ -421,6 +421,8 @@ def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
     assert shape.process_floor == pytest.approx(0.015 + 0.1 * 0.01 / 0.018)
     low, high = shape.speedup_band
     assert low <= 1 / (1 + shape.process_floor) and high >= 1 + shape.process_floor
+    within_low, within_high = shape.band_within  # the blocks' own band, kept to weigh another floor against
+    assert low < within_low <= 1.0 <= within_high < high
     assert shape.host_speed_ratio is None  # not host-bound: the band is not widened by the hosts' speeds
 
 
