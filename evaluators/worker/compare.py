@@ -179,8 +179,8 @@ def _float_chunk(o, r, lo, atol, rtol, tally):
         n_inf = int(bad_nonfinite.sum()) - n_nan
         # Counted in this chunk: the first one is what a debugger needs.
         return Mismatch(f"{n_nan} NaN and {n_inf} Inf where the reference is finite (first at {{where}})", first)
-    # Non-finite reference values must be matched exactly: a NaN by a NaN, an infinity by the same infinity (each
-    # turned into a number first, a 0 read as a reproduced NaN and float64's largest value as an infinity).
+    # Non-finite reference values must be matched exactly: a NaN by a NaN, an infinity by the same infinity (turned
+    # into numbers first, a 0 passed for a NaN and float64's largest value for an infinity).
     if any_special and not _reproduced(o[ref_special], r[ref_special]):
         first = lo + int(ref_special.nonzero()[0].item())
         return Mismatch("NaN/Inf of the reference not reproduced (near {where})", first)

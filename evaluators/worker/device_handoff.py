@@ -176,7 +176,7 @@ def _descriptor(handed: Handed):
         raw = os.pread(fd, size, 0)
     try:
         return json.loads(raw)
-    except (ValueError, RecursionError):  # nested past the decoder's depth is as malformed as bad syntax
+    except ValueError:  # what else the decoder raises (a nesting past its depth) _candidates takes
         raise HandoffError(f"{handed.name} is not a JSON descriptor") from None
 
 
