@@ -32,23 +32,39 @@ class Session:
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
         self.handed: list[int] = []  # descriptors of the sealed files handed over since the last command
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
-        # (shape, its input sets and flush buffer): kept across the shape's timing commands, given back at its last
+        # (shape, its input sets and flush buffer): kept across the shape's timing commands; after its last, given
+        # back as the next command begins (sets_done)
         self.timing_tensors: tuple[int, tuple] | None = None
+        self.sets_done = False
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
         while (command := self.replies.next_command()) is not None:
-            # The parent asks again only once the reference has compared (and dropped) them.
-            self.held.release(keep_pool=command["cmd"] in ("time", "check_reps", "drain"))
-            for fd in self.handed:
-                os.close(fd)
-            self.handed = []
+            self.begin(command)
             self.stage = command.pop("stage", command["cmd"])
             if "shape" in command:
                 shape = self.shapes[command["shape"]]
                 self.shape_name = shape.name
                 self.runtime.use_shape(shape)
             yield command
+
+    def begin(self, command: dict) -> None:
+        """Before a command: what the last one left for the reference goes, and the timing sets once done with.
+
+        The sets go back here, not inside the last timing command, for two reasons (docs/BENCHMARKS_HISTORY.md).
+        Memory given back keeps the device busy after the call returns: 24 GiB slowed another process's 8 GiB read
+        by 14 % for 60 ms on an H200, so the other side's block, timed next, read slow. And the call itself took
+        9-23 ms inside the parent's clock, which the reference's blocks never paid: honest candidates read
+        timing_disputed. This side's next command comes after every block of the shape.
+        """
+        # The parent asks again only once the reference has compared (and dropped) them.
+        self.held.release(keep_pool=command["cmd"] in ("time", "check_reps", "drain"))
+        for fd in self.handed:
+            os.close(fd)
+        self.handed = []
+        if self.sets_done:
+            self.timing_tensors, self.sets_done = None, False
+            device_memory.release_cache(self.device)
 
     def reply(self, event: str, meta: dict) -> None:
         """Answer the current command."""
@@ -116,10 +132,7 @@ class Session:
                 lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating,
                 self.timing_tensors[1],
             )  # fmt: skip
-        if command["last"]:
-            self.timing_tensors = None
-            if self.device == "cuda":
-                torch.cuda.empty_cache()  # the timing sets go back to the driver once the shape's timing is done
+        self.sets_done = command["last"]
         # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
         # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
         # candidate's, lets the others' counts go, and reads none of its own; each process keeps them until its next
