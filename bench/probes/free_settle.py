@@ -1,11 +1,13 @@
-"""Whether memory one process gives back slows memory-bound kernels of another, and whether free memory says until when.
+"""Whether memory another process gives back or takes slows memory-bound kernels, and whether free memory says how long.
 
 `python bench/probes/free_settle.py [--free-gib 24] [--read-gib 8] [--trials 3] [--out DIR]` on a GPU. A second
-process holds --free-gib (touched) and gives it back (del, torch.cuda.empty_cache) while this one runs a memory-bound
-kernel (a sum over --read-gib) back to back; then again with this process waiting, before it times, until the
-device's free memory (torch.cuda.mem_get_info) has stopped rising. Prints, per trial, the kernel's median time before
-the give-back, the slowest stretch after it (how long, how much slower), when the other process saw its free memory
-settle, and what allocating the same memory again cost it at once and later. Writes free_settle.json.
+process holds --free-gib (touched) and gives it back (del, torch.cuda.empty_cache), then takes it again, each while
+this one runs a memory-bound kernel (a sum over --read-gib) back to back, each sum followed by a memset of the
+harness's flush buffer (512 MiB); then it gives the memory back again with this process waiting, before it times,
+until the device's free memory (torch.cuda.mem_get_info) has stopped rising. Prints per trial and kernel its median
+time before, the slow stretch after (calls over 3 % slower: how many, until when, by how much), when the other
+process saw its free memory settle, and what taking the memory again cost it at once and later. Writes
+free_settle.json.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ def holder(pipe, gib: int) -> None:
     pipe.send("ready")
     while (cmd := pipe.recv()) != "stop":
         if cmd == "take":
+            at = time.perf_counter()
             blocks, took = take()
-            pipe.send({"take_s": took})
+            pipe.send({"took_at": at, "take_s": took})
             continue
         at = time.perf_counter()
         del blocks
@@ -119,51 +122,62 @@ def main() -> None:
         x.sum()
     torch.cuda.synchronize()
     assert ours.recv() == "ready"
-    rows = []
-    for trial in range(args.trials):
-        for mode in ("free", "free_then_settle", "free_take"):
-            waited = None
-            if mode == "free":
-                # The give-back lands 50 ms into a queue of about 400 ms of sums.
-                first = torch.cuda.Event(enable_timing=True)
-                first.record()
-                torch.cuda.synchronize()
-                zero = time.perf_counter()
-                events = []
-                for _ in range(200):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    x.sum()
-                    e.record()
-                    events.append((s, e))
-                while time.perf_counter() - zero < 0.05:
-                    time.sleep(1e-4)
-                ours.send("free")
-                torch.cuda.synchronize()
-                points = [(zero + first.elapsed_time(s) / 1e3, s.elapsed_time(e)) for s, e in events]
-                seen = ours.recv()
-            elif mode == "free_then_settle":
-                ours.send("free")
-                time.sleep(0.002)
-                waited = free_memory_settled()
-                _, points = timed_run(x, 0.4)
-                seen = ours.recv()
-            else:
-                ours.send("free_take")
-                seen = ours.recv()
-                row = {"trial": trial, "mode": mode, "other": seen}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+    flush = torch.empty(512 << 20, dtype=torch.int8, device="cuda")  # the harness's flush buffer's size
+
+    def queue_with(signal: str) -> tuple[list, list, dict]:
+        """(sums, memsets, reply): 400 ms of sums, each followed by a flush-sized memset; `signal` sent 50 ms in."""
+        first = torch.cuda.Event(enable_timing=True)
+        first.record()
+        torch.cuda.synchronize()
+        zero = time.perf_counter()
+        events = []
+        for _ in range(200):
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+            marks[0].record()
+            x.sum()
+            marks[1].record()
+            flush.zero_()
+            marks[2].record()
+            events.append(marks)
+        while time.perf_counter() - zero < 0.05:
+            time.sleep(1e-4)
+        ours.send(signal)
+        torch.cuda.synchronize()
+        sums = [(zero + first.elapsed_time(a) / 1e3, a.elapsed_time(b)) for a, b, _ in events]
+        memsets = [(zero + first.elapsed_time(b) / 1e3, b.elapsed_time(c)) for _, b, c in events]
+        return sums, memsets, ours.recv()
+
+    def measured(trial: int, mode: str, since: float, sums: list, memsets: list, seen: dict, waited=None) -> None:
+        row = {"trial": trial, "mode": mode, "waited_s": waited, "other": seen}
+        for name, points in (("sum", sums), ("memset", memsets)):
+            if not points:
                 continue
-            ours.send("take")
-            seen["take_later_s"] = ours.recv()["take_s"]
-            since = seen["freed_at"]
             before = [ms for t, ms in points if t < since]
             base = statistics.median(before) if before else statistics.median(ms for _, ms in points[-50:])
-            row = {"trial": trial, "mode": mode, "base_ms": base, "waited_s": waited, "other": seen,
-                   **stretch(points, since, base)}  # fmt: skip
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            row[name] = {"base_ms": base, **stretch(points, since, base)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    rows = []
+    for trial in range(args.trials):
+        # Given back while the other process's queue runs; then taken again, likewise.
+        sums, memsets, seen = queue_with("free")
+        measured(trial, "free", seen["freed_at"], sums, memsets, seen)
+        sums, memsets, seen = queue_with("take")
+        measured(trial, "take", seen["took_at"], sums, memsets, seen)
+        # Given back, then this process waits for the device's free memory to hold still before it times.
+        ours.send("free")
+        time.sleep(0.002)
+        waited = free_memory_settled()
+        _, sums = timed_run(x, 0.4)
+        seen = ours.recv()
+        measured(trial, "free_then_settle", seen["freed_at"], sums, [], seen, waited)
+        ours.send("take")
+        ours.recv()
+        ours.send("free_take")
+        seen = ours.recv()
+        rows.append({"trial": trial, "mode": "free_take", "other": seen})
+        print(json.dumps(rows[-1]), flush=True)
     ours.send("stop")
     other.join()
     args.out.mkdir(parents=True, exist_ok=True)
