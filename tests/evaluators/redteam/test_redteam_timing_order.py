@@ -1,0 +1,331 @@
+"""Red team: the timing stage's command order, the parent's clock and the reference's drain (judge/timing_plan.py,
+judge/wall.py, worker/device_idle.py, worker/session.py).
+
+The attacks here do not make the candidate's own timer lie about its calls in a way one command shows; they steer
+what the parent compares it with:
+
+- `free_before_reference`: memory a process gives back keeps the device busy clearing it for about 60 ms per 24 GiB,
+  and another process's memory-bound kernels run about 14 % slower meanwhile (bench/probes/free_settle.py, H200).
+  The drain does not see it (it is the driver's work, not a context's), SIGSTOP does not stop it, and the candidate
+  chooses when it happens: right after the last synchronize of its rehearsal and of its blocks that come just before
+  the reference's (ABBA: block b odd is candidate then reference, and block b + 1 starts with the reference again).
+  Giving 24 GiB back costs 9-23 ms of host time inside the candidate's span, but only in 7 of its 16 blocks: the
+  parent's figure is the median over blocks, so it never sees that cost. 15 of the reference's 16 blocks run slow.
+- `few_reps_forge`: the candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up
+  that sleeps 50 ms a call gets it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of
+  allowance instead of 0.002 ms at 500; with HARNESS_SLACK's 15 % of the harness's work (the 512 MB flush, the draw,
+  the copy: a few tenths of a ms a repetition) a short call's timer may claim a fraction of it.
+- `outlast_the_drain`: the drain gives up after DEADLINE_S (2 s). Work the candidate queues after the last synchronize
+  of its command, sized to end just after that deadline plus the reference's block (a spin on the device's global
+  timer), overlaps the reference's timing command and is gone before the candidate's next command: contrary to
+  docs/CONTRACTS.md ("work that outlasts it falls into the candidate's next command"). Time-sliced, it barely moves
+  the reference's events (a 20 ms leftover moved its median 0.25 % on an H100), but every repetition of the
+  reference then waits for the candidate's time slice on the host's side: the reference's spans, from which the
+  harness's cost per repetition is calibrated (wall.harness_ms), grow; the candidate's parent figure is its span
+  less that harness, and HARNESS_SLACK grows with it, so a forged timer passes.
+
+These drive the real time_side_by_side and verdicts with fake processes on a simulated device clock, as
+test_redteam_strict_timing.py does: the physics (the scrub's 14 % for 60 ms, a time slice's wait per repetition)
+is the model's, from the measurements named above or marked as assumed. The same attacks as candidates for a real
+GPU are in timing/ and are run by the `gpu` tests at the end (not run here: no GPU).
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluators import EvalOptions, evaluate
+from evaluators.judge import timing_plan, verdicts, wall
+from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.timing_plan import time_side_by_side
+from evaluators.worker.device_idle import DEADLINE_S
+from tests.evaluators.conftest import PROBLEM, candidate
+from tests.evaluators.redteam.test_redteam import false_accept
+from tests.evaluators.test_side_by_side import quiet_for, where
+
+HERE = Path(__file__).parent
+FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
+CHECK_S = 3e-3  # the reference's check of one block
+# bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
+# free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
+SCRUB_S_PER_GIB, SCRUB_SLOWDOWN, FREE_COST_S_PER_GIB = 0.060 / 24, 1.14, 0.030 / 24
+SLICE_MS = 1.0  # assumed: what a repetition of the reference waits on the host for the other context's time slice
+
+
+@dataclass
+class Leftover:
+    """Work on the device that a candidate's command left behind."""
+
+    until: float  # on the simulated clock (s)
+    seen_by_drain: bool  # a context's work (the drain's round trips come back slow) or the driver's (not)
+    slowdown: float = 1.0  # of the device time of memory-bound repetitions that overlap it (events and spans)
+    wait_ms: float = 0.0  # host time each overlapping repetition waits for it (spans only: time slicing)
+    candidates: bool = True  # in the candidate's context: its next command's synchronize waits it out
+
+
+@dataclass
+class Reply:
+    event: str
+    meta: dict
+    span: float
+
+
+@dataclass
+class Device:
+    now: float = 0.0
+    leftover: Leftover | None = None
+    log: list = field(default_factory=list)
+
+    def active(self) -> Leftover | None:
+        return self.leftover if self.leftover and self.now < self.leftover.until else None
+
+
+class Worker:
+    """A worker on the simulated device: its spans are its calls and the harness, slowed by what overlaps them."""
+
+    def __init__(self, device: Device, name: str, call_ms: float, harness_ms: float, warm_ms: float | None = None):
+        self.device, self.name, self.call_ms, self.harness_ms = device, name, call_ms, harness_ms
+        self.warm_ms = call_ms if warm_ms is None else warm_ms  # what a warm-up call costs (its span)
+
+    def claims(self, command: dict, real_ms: list[float]) -> list[float]:
+        return real_ms
+
+    def after(self, command: dict) -> float:
+        """Host seconds spent after the command's repetitions, inside its span (and what it leaves on the device)."""
+        return 0.0
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        device, cmd = self.device, command["cmd"]
+        device.log.append((self.name, cmd, command.get("first"), command.get("reps"), round(device.now, 4)))
+        started = device.now
+        if cmd == "drain":
+            left = device.active()
+            if left and left.seen_by_drain:
+                device.now += min(left.until - device.now, DEADLINE_S)
+            return Reply("drained", {"waited_ms": (device.now - started) * 1e3}, device.now - started)
+        if cmd == "check_reps":
+            device.now += CHECK_S
+            return Reply("comparison", {"mismatch": None}, CHECK_S)
+        left = device.active()
+        if left and left.candidates and self.name == "candidate":  # its first synchronize waits its own work out
+            device.now = left.until
+        if cmd == "warm":
+            device.now += FIXED_S + command["calls"] * self.warm_ms * 1e-3
+            return Reply("warmed", {}, device.now - started)
+        if cmd == "probe":
+            device.now += FIXED_S
+            return Reply("probe", {"side_stream_ms": 0.0}, device.now - started)
+        device.now += FIXED_S / 2
+        times = []
+        for _ in range(command["reps"]):
+            left = device.active()
+            slow, wait = (left.slowdown, left.wait_ms) if left else (1.0, 0.0)
+            times.append(self.call_ms * slow)
+            device.now += (self.call_ms * slow + self.harness_ms * slow + wait) * 1e-3
+        device.now += FIXED_S / 2 + self.after(command)
+        reps = command["reps"]
+        meta = {
+            "times_ms": self.claims(command, times),
+            "handed": list(range(reps)) if command["hold"] else [],
+            "label": "cuda-events",
+            "issue_ms": [0.02] * reps,
+            "prepare_ms": [0.04] * reps,
+        }
+        return Reply("timing", meta, device.now - started)
+
+
+def block_index(command: dict) -> int | None:
+    """Which block a timing command is (None: the rehearsal), as the candidate's process can tell from its plan."""
+    return None if not command["hold"] else round(command["first"] / max(command["reps"], 1))
+
+
+@pytest.fixture
+def cuda_lock(monkeypatch):
+    monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
+
+
+def judged(tmp_path, reference: Worker, candidate: Worker) -> EvalResult:
+    """One shape timed on "cuda" as evaluate() does (again where disputed), and its verdict."""
+    options = EvalOptions(cache_dir=tmp_path)
+    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
+    args = (0, "cuda", options, memory, lambda: layout, quiet_for([]), where)
+    timings = time_side_by_side(reference, candidate, *args)
+    if wall.judge_timing(timings[1], timings[0]).disputed:
+        timings = time_side_by_side(reference, candidate, *args)
+    reference_timing, timing = timings
+    result = EvalResult(status="correct", device="cuda")
+    result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
+    meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H200"}
+    assert verdicts.apply_shape_timing(result, 0, timing, reference_timing, meta, options)
+    return verdicts.summarize(result, options)
+
+
+def codes(result: EvalResult) -> list[str]:
+    return [f.code for f in result.flags]
+
+
+# --- free_before_reference ------------------------------------------------------------------------------------------
+
+CALL_MS, HARNESS_MS = 0.2, 0.3  # a 0.2 ms memory-bound kernel on both sides; 500 repetitions, 16 blocks
+
+
+class FreesBeforeTheReference(Worker):
+    """Honest calls and an honest timer; gives memory back after the last synchronize of its rehearsal (8 GiB: the
+    reference's block 0 comes next) and of its odd blocks up to 13 (16 GiB: the reference's blocks b and b + 1 come
+    next). 7 of 16 blocks pay for the free: under half, so the median over blocks never sees its cost. The sizes are
+    what a real candidate would tune from the host time between its own commands."""
+
+    def after(self, command):
+        index = block_index(command)
+        gib = 8 if index is None else 16 if index % 2 == 1 and index <= 13 else 0
+        if gib:
+            cost = gib * FREE_COST_S_PER_GIB
+            until = self.device.now + cost + gib * SCRUB_S_PER_GIB
+            self.device.leftover = Leftover(until, False, SCRUB_SLOWDOWN, 0.0, False)
+            return cost
+        return 0.0
+
+
+def test_an_honest_candidate_as_fast_as_the_reference_reads_as_fast(tmp_path, cuda_lock):
+    device = Device()
+    result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
+                    Worker(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
+    assert codes(result) == [] and result.speedup == pytest.approx(1.0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the driver's clearing of memory the candidate gives back right before the reference's block is "
+    "not seen by the drain and slows the reference's memory-bound calls 14 % for 60 ms per 24 GiB; the free's own "
+    "host cost sits in 7 of the candidate's 16 blocks, under the median the parent's clock checks",
+)
+def test_memory_given_back_before_the_references_blocks_does_not_raise_the_baseline(tmp_path, cuda_lock):
+    device = Device()
+    result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
+                    FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
+    # What the model gives today: correct, no flag, 1.14x for a kernel exactly as fast as the reference.
+    assert not (result.status == "correct" and not codes(result) and result.speedup > 1.10), (
+        codes(result), result.speedup, result.baseline_ms, result.runtime_ms)  # fmt: skip
+
+
+# --- few_reps_forge -------------------------------------------------------------------------------------------------
+
+SHORT_MS, SHORT_HARNESS_MS = 0.1, 0.4  # a 0.1 ms kernel; the flush, the draw, the copy and the digest 0.4 ms
+
+
+class Forger(Worker):
+    """Runs its calls at their real speed, its timer claims `share` of them."""
+
+    def __init__(self, *args, share: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.share = share
+
+    def claims(self, command, real_ms):
+        return [t * self.share for t in real_ms]
+
+
+def test_a_forger_with_an_honest_warm_up_is_disputed(tmp_path, cuda_lock):
+    device = Device()
+    reference = Worker(device, "reference", SHORT_MS, SHORT_HARNESS_MS)
+    result = judged(tmp_path, reference, Forger(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, share=0.2))
+    assert codes(result) == ["timing_disputed"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the candidate's warm-up span alone sets its repetitions; a warm-up that sleeps gets min_reps (20) "
+    "and 2 blocks, JITTER_MS / reps grows to 0.05 ms a call, and with 15 % of the harness's 0.4 ms the parent's clock "
+    "allows a 0.1 ms call's timer to claim a fifth of it",
+)
+def test_a_slow_warm_up_does_not_widen_what_the_parents_clock_allows(tmp_path, cuda_lock):
+    device = Device()
+    reference = Worker(device, "reference", SHORT_MS, SHORT_HARNESS_MS)
+    forger = Forger(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, warm_ms=50.0, share=0.2)
+    result = judged(tmp_path, reference, forger)
+    assert len(forger_blocks(device)) == 2  # its warm-up chose them
+    assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
+
+
+def forger_blocks(device: Device) -> list:
+    return [entry for entry in device.log if entry[0] == "candidate" and entry[1] == "time" and entry[2] is not None
+            and entry[3] and entry[3] > 5]  # fmt: skip
+
+
+# --- outlast_the_drain ----------------------------------------------------------------------------------------------
+
+LONG_MS, LONG_HARNESS_MS = 1.0, 0.3  # a 1 ms kernel: the slow warm-up's allowance alone does not pass the forger
+
+
+class OutlastsTheDrain(Forger):
+    """A slow warm-up (2 blocks), a timer claiming half, and after its rehearsal and its block 1 (the ones the
+    reference's blocks follow) a spin that ends DEADLINE_S plus the reference's block later."""
+
+    cover_s = 0.1  # about the reference's block (a real candidate: its own block's span)
+
+    def after(self, command):
+        if block_index(command) in (None, 1):
+            self.device.leftover = Leftover(self.device.now + 1e-3 + DEADLINE_S + self.cover_s, True, 1.0, SLICE_MS)
+        return 0.0
+
+
+def test_a_forger_claiming_half_of_a_long_call_is_disputed_even_with_a_slow_warm_up(tmp_path, cuda_lock):
+    device = Device()
+    reference = Worker(device, "reference", LONG_MS, LONG_HARNESS_MS)
+    forger = Forger(device, "candidate", LONG_MS, LONG_HARNESS_MS, warm_ms=50.0, share=0.5)
+    assert codes(judged(tmp_path, reference, forger)) == ["timing_disputed"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: work queued after the candidate's last synchronize and sized to end DEADLINE_S plus the reference's "
+    "block later overlaps the reference's timing command (the drain gives up at 2 s) and is done before the "
+    "candidate's next: the reference's spans, which calibrate the harness's cost, grow by a time slice a "
+    "repetition, and the candidate's parent figure falls by as much",
+)
+def test_work_that_outlasts_the_drain_does_not_let_a_forged_timer_pass(tmp_path, cuda_lock):
+    device = Device()
+    reference = Worker(device, "reference", LONG_MS, LONG_HARNESS_MS)
+    forger = OutlastsTheDrain(device, "candidate", LONG_MS, LONG_HARNESS_MS, warm_ms=50.0, share=0.5)
+    result = judged(tmp_path, reference, forger)
+    # The reference's own figure did not move (its events are not slowed by time slicing): only the calibration.
+    assert result.baseline_ms == pytest.approx(LONG_MS)
+    assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
+
+
+# --- the same attacks on a GPU --------------------------------------------------------------------------------------
+
+TIMING = HERE / "timing"
+
+
+def _gpu(cache_dir, source: str):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    return evaluate(str(PROBLEM), source, "cuda", EvalOptions(cache_dir=cache_dir, timeout_s=300))
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=False, reason="open, reasoned from the code and the H200 probe; not yet run on a GPU")
+@pytest.mark.parametrize("attack", ["free_before_reference", "copy_engine_after_reply"])
+def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cache_dir, attack):
+    honest = _gpu(cache_dir, candidate("good_triton"))
+    attacked = _gpu(cache_dir, (TIMING / f"{attack}.py").read_text())
+    assert honest.status == attacked.status == "correct", attacked.message
+    assert not false_accept(attacked) or attacked.speedup < 1.05 * honest.speedup, (honest.speedup, attacked.speedup)
+    for clean, shape in zip(honest.shapes, attacked.shapes, strict=True):
+        if clean.baseline_ms:
+            assert shape.baseline_ms < 1.05 * clean.baseline_ms, (shape.name, clean.baseline_ms, shape.baseline_ms)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=False, reason="open, reasoned from the code; not yet run on a GPU")
+@pytest.mark.parametrize("attack", ["few_reps_forge", "outlast_the_drain"])
+def test_gpu_a_forged_timer_is_not_believed(cache_dir, attack):
+    honest = _gpu(cache_dir, candidate("good_triton"))
+    attacked = _gpu(cache_dir, (TIMING / f"{attack}.py").read_text())
+    assert attacked.status == "correct", attacked.message
+    # The same kernel as good_triton's, with a timer claiming a fraction of it: flagged, or no faster than honest.
+    assert not false_accept(attacked) or attacked.runtime_ms >= 0.9 * honest.runtime_ms, (
+        honest.runtime_ms, attacked.runtime_ms, [f.code for f in attacked.flags])  # fmt: skip
