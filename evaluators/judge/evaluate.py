@@ -19,7 +19,7 @@ import secrets
 import time
 from contextlib import ExitStack
 
-from evaluators.judge import device_room, problem_files, process, spares, verdicts, wall
+from evaluators.judge import device_room, problem_files, process, spares, timing_plan, verdicts, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import Reply, Worker, WorkerFailure
 from evaluators.judge.reference_pool import (
@@ -245,7 +245,9 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
             if (
                 timing.mismatch is None
                 and device_kind(result.device) == "cuda"
-                and wall.judge_timing(timing, reference_timing).disputed
+                and wall.judge_timing(
+                    timing, reference_timing, timing_plan.honest_reps(result.device, options)
+                ).disputed
             ):
                 # A disputed timing is measured again, the reference's with it: a passing episode's noise passes,
                 # a forger's timer says the same twice.

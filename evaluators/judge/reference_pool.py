@@ -217,7 +217,7 @@ class ReferenceWorker:
 
         def compiled(side) -> dict:
             if shape not in self.compiled:
-                command = side.command(0, side.timing.reps, True, secrets.randbits(30), hold=False)
+                command = side.command(0, side.timing.reps, secrets.randbits(30), hold=False)
                 self.compiled[shape] = call(command | {"cmd": "time_compiled", "calls": side.warm, "seed": side.seed},
                                             "compiled").meta  # fmt: skip
             return self.compiled[shape]

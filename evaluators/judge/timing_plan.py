@@ -39,6 +39,7 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evaluators.judge.options import EvalOptions
@@ -101,6 +102,11 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions) -> int:
     if device_kind(device) == "cpu":
         return options.cpu_reps
     return int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
+
+
+def honest_reps(device: str, options: EvalOptions) -> Callable[[float], int]:
+    """repetitions() for calls of a given length on `device`: what the parent's clock spreads its jitter over."""
+    return lambda estimate_ms: repetitions(estimate_ms, device, options)
 
 
 def block_count(reference_reps: int, candidate_reps: int, device: str, retained: int) -> int:
@@ -166,14 +172,15 @@ class Side:
         self.warm = warm
         self.timing = ShapeTiming(repetitions(max(per_call * 1e3, 1e-3), self.device, options))
 
-    def command(self, first: int, reps: int, last: bool, nonce: int, hold: bool = True) -> dict:
-        """The timing command of repetitions first..first+reps; `last` gives the timing sets back afterwards.
+    def command(self, first: int, reps: int, nonce: int, hold: bool = True) -> dict:
+        """The timing command of repetitions first..first+reps.
 
-        Held, every repetition's outputs are copied and handed over before the reply.
+        Held, every repetition's outputs are copied and handed over before the reply. The side's timing sets live
+        until its next command of another kind (worker/session.py).
         """
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce, "hold": hold,
-            "keep": hold and self.keep, "last": last, "lead_ms": self.lead_ms,
+            "keep": hold and self.keep, "lead_ms": self.lead_ms,
             "timing_sets": self.memory["timing_sets"], "held_on_device": self.memory["retained_on_device"],
         }  # fmt: skip
 
@@ -186,12 +193,12 @@ class Side:
         if device_kind(self.device) != "cuda":
             return None
         self.lead_ms = lead
-        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), False, secrets.randbits(30), hold=False)
+        rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), secrets.randbits(30), hold=False)
         return self.call(rehearsal, "timing").meta
 
-    def block(self, first: int, reps: int, last: bool, nonce: int) -> None:
+    def block(self, first: int, reps: int, nonce: int) -> None:
         """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
-        reply = self.call(self.command(first, reps, last, nonce), "timing")
+        reply = self.call(self.command(first, reps, nonce), "timing")
         facts = self.timing.facts
         for key in ("times_ms", "issue_ms", "prepare_ms"):
             values = reply.meta.get(key)
@@ -206,7 +213,7 @@ class Side:
         timing = self.timing
         timing.span = Span(sum(block.seconds for block in timing.blocks), timing.reps, len(timing.blocks))
         if reference:
-            timing.fixed_s = self.call(self.command(0, 0, True, secrets.randbits(30), hold=False), "timing").span
+            timing.fixed_s = self.call(self.command(0, 0, secrets.randbits(30), hold=False), "timing").span
         if device_kind(self.device) == "cuda":
             probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
@@ -300,9 +307,9 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
                 # Turns in the order ABBA: a steady drift (clocks ramping) favours neither side.
-                turns = [(reference, ours, False), (candidate, theirs, b == blocks - 1)]
-                for side, run, last in turns if b % 2 == 0 else turns[::-1]:
-                    side.block(*run, last=last, nonce=nonce)
+                turns = [(reference, ours), (candidate, theirs)]
+                for side, run in turns if b % 2 == 0 else turns[::-1]:
+                    side.block(*run, nonce=nonce)
                 _check_block(reference_call, where, candidate, layout, b == blocks - 1, options.strict)
             reference_timing = reference.finish(reference=True)
         else:
@@ -316,14 +323,14 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
                                                             retained))  # fmt: skip
             for b, run in enumerate(runs):
-                reference.block(*run, last=False, nonce=nonces.setdefault(b, secrets.randbits(30)))
+                reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
             candidate.rehearse(lead)
             runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
                                                             retained))  # fmt: skip
             for b, run in enumerate(runs):
-                candidate.block(*run, last=b == len(runs) - 1, nonce=nonces.setdefault(b, secrets.randbits(30)))
+                candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 _check_block(reference_call, where, candidate, layout, True, options.strict)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host

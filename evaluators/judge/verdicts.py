@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from evaluators.judge import bands, wall
+from evaluators.judge import bands, timing_plan, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult
@@ -140,7 +140,8 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         _fail_timed_rep(result, shape_result, rep, mismatch["summary"], mismatch["details"])
         return False
     device = device_kind(result.device)
-    reference_clock = wall.judge_timing(reference, reference)
+    reps_for = timing_plan.honest_reps(result.device, options)
+    reference_clock = wall.judge_timing(reference, reference, reps_for)
     baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
     runtime = wall.reported_ms(timing)
     spread = median_and_spread(timing.facts["times_ms"])[1]
@@ -152,7 +153,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
             f"{side:.3g} ms per call (counted)",
         )
     runtime += side
-    clock = wall.judge_timing(timing, reference)
+    clock = wall.judge_timing(timing, reference, reps_for)
     if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",

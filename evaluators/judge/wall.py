@@ -18,12 +18,14 @@ allowed has the parent's figure put in its place; the candidate is also flagged 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # How far an honest candidate's timer may sit below the parent's figure: a share of the call, a share of the
 # harness work per repetition (the flush and input draws vary from one run to the next), and a fixed jitter of
 # the two processes' wake-ups spread over the repetitions.
 CALL_SLACK, HARNESS_SLACK, JITTER_MS = 0.10, 0.15, 1.0
+MIN_ESTIMATE_MS = 1e-3  # a parent's figure at or below zero sizes repetitions as a microsecond call would be
 
 
 @dataclass
@@ -89,13 +91,17 @@ class Verdict:
         return self.parent_ms > self.claimed_ms + self.slack_ms
 
 
-def judge_timing(side, reference) -> Verdict:
+def judge_timing(side, reference, honest_reps: Callable[[float], int]) -> Verdict:
     """The parent's figure for one side's timing (judge/timing_plan.ShapeTiming) against the reference's calibration.
 
-    The side may be the reference itself: both are judged by one rule.
+    The side may be the reference itself: both are judged by one rule. The jitter is spread over no fewer repetitions
+    than `honest_reps(ms)` gives a call the parent's clock puts at `ms` (judge/timing_plan.repetitions): a side's own
+    count comes from its warm-up, which a candidate can slow on purpose to be given few repetitions and so a wider
+    allowance for a timer that claims a share of each call.
     """
     harness = harness_ms(reference)
     blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
     parent = statistics.median(blocks)
     claimed = reported_ms(side) + side.side_stream_ms
-    return Verdict(parent, claimed, slack_ms(parent, harness, side.reps), blocks)
+    reps = max(side.reps, honest_reps(max(parent, MIN_ESTIMATE_MS)))
+    return Verdict(parent, claimed, slack_ms(parent, harness, reps), blocks)

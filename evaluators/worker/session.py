@@ -16,6 +16,9 @@ from kernels.bundle import unpack_problem
 from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
+# The commands of a shape's timing: its blocks, and the reference's drains and checks between them.
+TIMING_COMMANDS = ("time", "check_reps", "drain")
+
 
 class Session:
     """The job, the channel, the current shape; what the reference and candidate loops share."""
@@ -32,10 +35,8 @@ class Session:
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
         self.handed: list[int] = []  # descriptors of the sealed files handed over since the last command
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
-        # (shape, its input sets and flush buffer): kept across the shape's timing commands; after its last, given
-        # back as the next command begins (sets_done)
+        # (shape, its input sets and flush buffer): kept through the shape's timing commands (begin)
         self.timing_tensors: tuple[int, tuple] | None = None
-        self.sets_done = False
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -49,21 +50,23 @@ class Session:
             yield command
 
     def begin(self, command: dict) -> None:
-        """Before a command: what the last one left for the reference goes, and the timing sets once done with.
+        """Before a command: what the last one left for the reference goes, and the timing sets once timing is over.
 
-        The sets go back here, not inside the last timing command, for two reasons (docs/BENCHMARKS_HISTORY.md).
-        Memory given back keeps the device busy after the call returns: 24 GiB slowed another process's 8 GiB read
-        by 14 % for 60 ms on an H200, so the other side's block, timed next, read slow. And the call itself took
-        9-23 ms inside the parent's clock, which the reference's blocks never paid: honest candidates read
-        timing_disputed. This side's next command comes after every block of the shape.
+        The sets live through a shape's timing commands and the reference's drains and checks between them, and go
+        back as any other command begins: after the last block, that is the side's probe, never a timed command. Given
+        back inside the candidate's last block, they slowed the reference's block after it (24 GiB given back kept
+        another process's 8 GiB read 14 % slow for 60 ms on an H200), and the call's own 9-23 ms fell in the
+        candidate's span alone: honest candidates read timing_disputed (docs/BENCHMARKS_HISTORY.md). A timing cut
+        short leaves none behind for the next evaluation.
         """
+        timing = command["cmd"] in TIMING_COMMANDS
         # The parent asks again only once the reference has compared (and dropped) them.
-        self.held.release(keep_pool=command["cmd"] in ("time", "check_reps", "drain"))
+        self.held.release(keep_pool=timing)
         for fd in self.handed:
             os.close(fd)
         self.handed = []
-        if self.sets_done:
-            self.timing_tensors, self.sets_done = None, False
+        if self.timing_tensors is not None and not timing:
+            self.timing_tensors = None
             device_memory.release_cache(self.device)
 
     def reply(self, event: str, meta: dict) -> None:
@@ -132,7 +135,6 @@ class Session:
                 lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating,
                 self.timing_tensors[1],
             )  # fmt: skip
-        self.sets_done = command["last"]
         # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
         # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
         # candidate's, lets the others' counts go, and reads none of its own; each process keeps them until its next

@@ -10,7 +10,7 @@ import pytest
 from evaluators import EvalOptions
 from evaluators.judge import timing_plan, verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import TIMING_BLOCKS, Block, ShapeTiming, split, time_side_by_side
+from evaluators.judge.timing_plan import TIMING_BLOCKS, Block, ShapeTiming, honest_reps, split, time_side_by_side
 from evaluators.judge.verdicts import side_stream_counted
 from evaluators.judge.wall import Span, judge_timing
 from evaluators.worker.device_lock import LockTimeout, device_lock
@@ -139,14 +139,16 @@ def test_blocks_alternate_and_cover_every_repetition_once(tmp_path, cuda_lock):
         assert len(timing.facts["times_ms"]) == timing.reps
         assert all(c["hold"] is True for c in blocks)  # every timed output held and handed over
         assert all(c["keep"] is (side == "reference") for c in blocks)  # the reference's copies answer its check
-    assert [c["last"] for c in _blocks(log, "candidate")] == [False] * (TIMING_BLOCKS - 1) + [True]
-    assert not any(c["last"] for c in _blocks(log, "reference"))
     commands = [(name, c["cmd"], c.get("reps")) for name, c in log]
     first_block = commands.index(("reference", "time", _blocks(log, "reference")[0]["reps"]))
     assert {name for name, cmd, _ in commands[first_block:] if cmd == "warm"} == set()  # both warm before any block
     fixed = [c for name, c in log if name == "reference" and c["cmd"] == "time" and c["reps"] == 0]
-    assert len(fixed) == 1 and fixed[0]["last"] and log.index(("reference", fixed[0])) > log.index(
+    assert len(fixed) == 1 and log.index(("reference", fixed[0])) > log.index(
         ("candidate", _blocks(log, "candidate")[-1]))  # fmt: skip
+    # Each side's timing sets go back as its first command of another kind begins (its probe): never inside a block.
+    probes = [i for i, (name, c) in enumerate(log) if c["cmd"] == "probe"]
+    last_block = max(log.index(entry) for entry in _timed_blocks(log))
+    assert len(probes) == 2 and min(probes) > last_block
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])
@@ -236,11 +238,11 @@ def test_each_block_has_a_nonce_of_its_own_drawn_as_it_is_sent(tmp_path, cuda_lo
 def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_lock):
     """Eight commands a side: the calibration counts eight fixed costs, so an honest timer is not disputed."""
     (reference, candidate), _ = _timed(tmp_path, side_by_side=True)
-    verdict = judge_timing(candidate, reference)
+    verdict = judge_timing(candidate, reference, honest_reps("cuda", EvalOptions()))
     assert verdict.parent_ms == pytest.approx(CALL_S * 1e3, rel=0.01) and not verdict.disputed
     (reference, slow), _ = _timed(tmp_path, side_by_side=True, candidate_s=3 * CALL_S)
     slow.facts["times_ms"] = [CALL_S * 1e3] * slow.reps  # a timer claiming a third of what the calls took
-    assert judge_timing(slow, reference).disputed
+    assert judge_timing(slow, reference, honest_reps("cuda", EvalOptions())).disputed
 
 
 def test_outputs_the_device_keeps_few_of_come_in_more_blocks(tmp_path, cuda_lock):
@@ -261,7 +263,7 @@ def test_a_side_far_faster_than_the_other_is_cut_to_what_its_blocks_can_hold(tmp
 
 
 def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
-    """Each side in blocks; the reference's command with no repetition (`last`) ends its part before the candidate's.
+    """Each side in blocks; the reference's probe (its sets given back) ends its part before the candidate's.
 
     The reference then only checks the candidate's blocks, keeping no copies of its own (no room for them)."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=False)
@@ -271,9 +273,9 @@ def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_b
     assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS
     blocks = _blocks(log, "candidate")
     assert [(c["first"], c["reps"]) for c in blocks] == split(candidate.reps, TIMING_BLOCKS)
-    assert [c["last"] for c in blocks] == [False] * (TIMING_BLOCKS - 1) + [True]
-    reference_last = [c for name, c in log if name == "reference" and c["cmd"] == "time" and c["last"]]
-    assert len(reference_last) == 1 and reference_last[0]["reps"] == 0
+    reference_probe = log.index(next(entry for entry in log if entry == ("reference", {"cmd": "probe"}) or (
+        entry[0] == "reference" and entry[1]["cmd"] == "probe")))  # fmt: skip
+    assert reference_probe < min(i for i, (name, _) in enumerate(log) if name == "candidate")
 
 
 def test_the_timing_is_laid_out_under_the_lock_before_any_command_and_its_layout_travels(tmp_path, cuda_lock):

@@ -143,33 +143,38 @@ def test_side_stream_probe_reads_past_host_delays_but_not_past_work():
 def _session() -> Session:
     """A worker's session on the CPU with a problem of one input; only what its timing command reads."""
     session = Session.__new__(Session)
-    session.device, session.timing_cpu, session.timing_tensors, session.sets_done = "cpu", None, None, False
+    session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
     session.job = {"flush_mb": 1, "role": "candidate"}
     session.clocks, session.held, session.handed = Clocks("cpu"), HeldOutputs("cpu"), []
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
 
 
-def _time(session: Session, shape: int, first: int, last: bool) -> None:
-    command = {"shape": shape, "first": first, "reps": 2, "nonce": 1, "hold": True, "last": last,
+def _time(session: Session, shape: int, first: int) -> None:
+    command = {"cmd": "time", "shape": shape, "first": first, "reps": 2, "nonce": 1, "hold": True,
                "timing_sets": 4, "held_on_device": True}  # fmt: skip
+    session.begin(command)
     session.time(lambda x: x * 2, command)
 
 
-def test_a_shapes_input_sets_live_from_its_first_timing_command_to_its_last():
+def test_a_shapes_input_sets_live_through_its_timing_commands_and_go_at_the_next_of_another_kind():
     """Made afresh for each block, 8 GiB of them went back to the driver between blocks and read 12 % slow in
     stretches on an H200 (docs/BENCHMARKS_HISTORY.md, level1/47). Given back inside the last block, they slowed the
-    other side's block after it: they go as the side's next command begins."""
+    other side's block after it: they go as the side's next command of another kind begins."""
     session = _session()
-    _time(session, 0, 0, last=False)
+    _time(session, 0, 0)
     shape, (pool, _flush) = session.timing_tensors
     kept = list(pool.alive)
-    _time(session, 0, 2, last=False)
+    for between in ("drain", "check_reps"):  # the reference's, between its blocks
+        session.begin({"cmd": between, "shape": 0})
+    _time(session, 0, 2)
     assert session.timing_tensors[1][0] is pool and any(a is b for a in kept for b in pool.alive)
-    _time(session, 0, 4, last=True)
-    assert session.timing_tensors[1][0] is pool  # still held: the other side's block may be timed next
+    _time(session, 0, 4)
+    assert session.timing_tensors[1][0] is pool  # still held after the last: the other side's block may come next
     session.begin({"cmd": "probe", "shape": 0})
-    assert session.timing_tensors is None and not session.sets_done
-    _time(session, 0, 0, last=False)
-    _time(session, 1, 0, last=False)  # another shape: its own sets
+    assert session.timing_tensors is None
+    _time(session, 0, 0)
+    _time(session, 1, 0)  # another shape: its own sets
     assert session.timing_tensors[0] == 1 and session.timing_tensors[1][0] is not pool
+    session.begin({"cmd": "room", "shape": 1})  # a timing cut short: nothing left for the next evaluation
+    assert session.timing_tensors is None

@@ -8,7 +8,7 @@ from evaluators import EvalOptions
 from evaluators.judge import verdicts
 from evaluators.judge.evaluate import _malformed_timing
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import Block, ShapeTiming
+from evaluators.judge.timing_plan import Block, ShapeTiming, honest_reps
 from evaluators.judge.wall import Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
 
 BLOCKS, BLOCK_REPS = 10, 10
@@ -19,6 +19,7 @@ META = {
     "device_name": "NVIDIA H100 80GB HBM3",
 }
 FIXED_S = 0.002  # the pipe, the flush buffer, the last sync
+REPS_FOR = honest_reps("cuda", EvalOptions())
 
 
 def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
@@ -97,7 +98,7 @@ def test_forging_whole_blocks_moves_the_figure_no_further_than_the_allowance():
     # Four blocks of ten claim nothing: the median of the blocks moves off the honest ones by at most the noise
     # the parent allows, and forging the majority is disputed.
     few = timing([0.0] * 40 + [1.0] * 60, 1.0)
-    verdict = judge_timing(few, honest(1.0))
+    verdict = judge_timing(few, honest(1.0), REPS_FOR)
     assert reported_ms(few) >= verdict.parent_ms - verdict.slack_ms
     many = judged(timing([0.0] * 60 + [1.0] * 40, 1.0))
     assert "timing_disputed" in [f.code for f in many.flags]
@@ -108,7 +109,7 @@ def test_the_reference_judged_by_the_same_rule_is_never_disputed_by_its_own_cali
     # One slow command of three (the CPU's pipe): calibrated by a mean, the median of the reference's own figures
     # read 0.77 ms against its 0.1 ms, and its floor raised the baseline fivefold.
     reference = timing([0.1] * REPS, [0.8] * 3 + [2.8] * 7)
-    verdict = judge_timing(reference, reference)
+    verdict = judge_timing(reference, reference, REPS_FOR)
     assert verdict.parent_ms == pytest.approx(reported_ms(reference)) and not verdict.disputed
     result = judged(honest(1.0), reference=reference)
     assert result.shapes[0].baseline_ms == pytest.approx(0.1)
@@ -136,3 +137,16 @@ def test_the_largest_duration_a_reply_may_carry_still_gives_a_finite_verdict():
     result = judged(timing([verdicts.LONGEST_MS] * REPS, 1.0))
     verdicts.summarize(result, EvalOptions())
     assert result.status == "correct" and 0 < result.speedup < 1e-6
+
+
+def test_a_side_given_few_repetitions_gets_no_more_jitter_than_its_calls_earn():
+    """A warm-up slowed on purpose buys a side few repetitions; the jitter is spread over what a call of the parent's
+    figure is given (judge/timing_plan.repetitions), so a timer claiming a third of a 0.1 ms call is disputed."""
+    blocks = [Block(b * 10, 10, b, FIXED_S + 10 * (0.1 + HARNESS_MS) * 1e-3) for b in range(2)]
+    few = ShapeTiming(20, {"times_ms": [0.033] * 20}, blocks=blocks)
+    few.span, few.fixed_s = Span(sum(b.seconds for b in blocks), 20, 2), FIXED_S
+    trusting = judge_timing(few, honest(0.1), lambda ms: 0)  # its own count: 1 ms of jitter over 20 repetitions
+    assert not trusting.disputed
+    verdict = judge_timing(few, honest(0.1), REPS_FOR)
+    assert verdict.disputed and verdict.slack_ms < trusting.slack_ms
+    assert verdict.parent_ms == pytest.approx(trusting.parent_ms)
