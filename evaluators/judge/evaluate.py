@@ -253,6 +253,13 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
                 # a forger's timer says the same twice.
                 reference_timing, timing = _timed(ask, reference, i, options)
                 waited += timing.lock_wait_s
+        except timing_plan.DeviceBusy as exc:
+            # Work outlasting the reference's wait is the candidate's where it ends with the candidate's processes:
+            # nothing honest runs on the device once its command has replied. Otherwise not judged, as above.
+            if not _left_by(candidate, reference, i):
+                raise EnvironmentFailure(f"not judged: {exc}, and still once the candidate's processes ended") from None
+            why = f"{exc}: work the candidate left on the device after its command, gone once its processes ended"
+            raise Stopped(verdicts.finish(result, "runtime_error", f"runtime_error: {why}", "")) from None
         except LockTimeout as exc:
             # Any process of the user can keep the lock, another evaluation's candidate included: the wait running
             # out is this candidate's verdict only where the lock comes free once its own processes are ended.
@@ -276,6 +283,12 @@ def _kept_by(candidate: Worker, options: EvalOptions, device: str) -> bool:
             return True
     except LockTimeout:
         return False
+
+
+def _left_by(candidate: Worker, reference, shape: int) -> bool:
+    """Whether the device goes idle once the candidate's processes are killed: then the work was theirs."""
+    candidate.kill()
+    return reference.request({"cmd": "drain", "shape": shape}, "drained", "timing").meta.get("idle") is True
 
 
 def _waited(get, reference, result: EvalResult, together: bool):

@@ -92,6 +92,10 @@ class ShapeTiming:
     drained_ms: float = 0.0  # how long the reference waited, before its commands, for other work to leave the device
 
 
+class DeviceBusy(Exception):
+    """Other work stayed on the device through the reference's wait before one of its timing commands."""
+
+
 def repetitions(estimate_ms: float, device: str, options: EvalOptions) -> int:
     """Repetitions for a call of `estimate_ms`.
 
@@ -291,7 +295,12 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         def reference_timed(command, event):
             if command["cmd"] == "time" and device_kind(device) == "cuda":
                 # The candidate is stopped, but work it queued before still runs: the reference waits it out.
-                drained.append(reference_call({"cmd": "drain", "shape": shape}, "drained").meta["waited_ms"])
+                reply = reference_call({"cmd": "drain", "shape": shape}, "drained").meta
+                drained.append(reply["waited_ms"])
+                if reply.get("idle") is False:
+                    raise DeviceBusy(
+                        f"the device was still busy after the reference waited {reply['waited_ms']:.0f} ms"
+                    )
             return reference_call(command, event)
 
         reference = Side(reference_timed, shape, device, options, memory, keep=layout["side_by_side"])

@@ -5,9 +5,10 @@ device before the stop still runs: a kernel launched from a thread just after th
 before the reply, outlives the candidate's command, and time-slices the device with the reference's timing, which
 then reads slower (a higher baseline, a higher speedup). A tiny operator and a synchronize make a round trip of tens
 of microseconds on an idle device; while another context has work, the device serves this one only at its next
-time slice. The reference times only after PASSES such round trips in a row were quick, or once DEADLINE_S has
-passed: work that outlasts that is in the candidate's own next command, which synchronizes the device inside the
-parent's clock.
+time slice. The reference times only after PASSES such round trips in a row were quick. Work still there after
+DEADLINE_S is the parent's to weigh, and the reference is not timed beside it (judge/evaluate.py): work sized to
+outlast the wait and end before the candidate's next command raised the reference's spans, from which the harness's
+cost is calibrated, and so lowered the candidate's floor (tests/evaluators/redteam/test_redteam_timing_order.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ QUICK_S, PASSES, DEADLINE_S = 200e-6, 3, 2.0
 _NOW, _SYNC = time.perf_counter, torch.cuda.synchronize
 
 
-def wait_idle(probe: torch.Tensor) -> float:
-    """Milliseconds waited for the device to be free of other work (0.0 where it was at once).
+def wait_idle(probe: torch.Tensor) -> tuple[float, bool]:
+    """(milliseconds waited for the device to be free of other work, 0.0 where it was at once; whether it was).
 
-    `probe` is a device tensor of one element.
+    `probe` is a device tensor of one element. False: DEADLINE_S passed with other work still on the device.
     """
     started = _NOW()
     passes, since = 0, started
@@ -35,4 +36,4 @@ def wait_idle(probe: torch.Tensor) -> float:
             passes += 1
         else:
             passes, since = 0, _NOW()
-    return (since - started) * 1e3
+    return (since - started) * 1e3, passes >= PASSES

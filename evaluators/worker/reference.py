@@ -287,7 +287,8 @@ def serve_reference(session: Session) -> None:
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "drain":
             idle = idle if idle is not None else torch.zeros(1, device=device)
-            session.reply("drained", {"waited_ms": device_idle.wait_idle(idle)})
+            waited, quiet = device_idle.wait_idle(idle)
+            session.reply("drained", {"waited_ms": waited, "idle": quiet})
         elif cmd == "room":  # with this shape's model built: it is part of what the device holds
             session.reply("room", timing_room(session, meta["sizes"][shape], command["settle"]))
         elif cmd == "time_compiled":

@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 
+from evaluators.worker import device_idle
 from evaluators.worker.device_idle import wait_idle
 
 pytestmark = pytest.mark.gpu
@@ -24,7 +25,7 @@ torch.cuda.synchronize()
 def test_an_idle_device_costs_no_wait():
     probe = torch.zeros(1, device="cuda")
     wait_idle(probe)  # the first launch loads the operator's kernel (22 ms on an H100): the warm-up does it first
-    assert wait_idle(probe) == 0.0
+    assert wait_idle(probe) == (0.0, True)
 
 
 def test_another_process_kernel_is_waited_out():
@@ -34,7 +35,22 @@ def test_another_process_kernel_is_waited_out():
     try:
         assert other.stdout.readline().strip() == "ready"
         time.sleep(0.02)  # its spin is on the device by now
-        waited = wait_idle(probe)
+        waited, idle = wait_idle(probe)
     finally:
         other.wait(30)
-    assert 50 < waited < 1500, waited
+    assert 50 < waited < 1500 and idle, waited
+
+
+@pytest.mark.gpu
+def test_work_that_outlasts_the_deadline_is_reported_as_still_there(monkeypatch):
+    monkeypatch.setattr(device_idle, "DEADLINE_S", 0.1)
+    probe = torch.zeros(1, device="cuda")
+    wait_idle(probe)
+    other = subprocess.Popen([sys.executable, "-c", BUSY, str(1_000_000_000)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        time.sleep(0.02)
+        _, idle = wait_idle(probe)
+    finally:
+        other.wait(30)
+    assert not idle

@@ -4,25 +4,27 @@ judge/wall.py, worker/device_idle.py, worker/session.py).
 The attacks here do not make the candidate's own timer lie about its calls in a way one command shows; they steer
 what the parent compares it with:
 
-- `free_before_reference`: memory a process gives back keeps the device busy clearing it for about 60 ms per 24 GiB,
-  and another process's memory-bound kernels run about 14 % slower meanwhile (bench/probes/free_settle.py, H200).
-  The drain does not see it (it is the driver's work, not a context's), SIGSTOP does not stop it, and the candidate
-  chooses when it happens: right after the last synchronize of its rehearsal and of its blocks that come just before
-  the reference's (ABBA: block b odd is candidate then reference, and block b + 1 starts with the reference again).
-  Giving 24 GiB back costs 9-23 ms of host time inside the candidate's span, but only in 7 of its 16 blocks: the
-  parent's figure is the median over blocks, so it never sees that cost. 15 of the reference's 16 blocks run slow.
-- `few_reps_forge`: the candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up
-  that sleeps 50 ms a call gets it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of
-  allowance instead of 0.002 ms at 500; with HARNESS_SLACK's 15 % of the harness's work (the 512 MB flush, the draw,
-  the copy: a few tenths of a ms a repetition) a short call's timer may claim a fraction of it.
-- `outlast_the_drain`: the drain gives up after DEADLINE_S (2 s). Work the candidate queues after the last synchronize
-  of its command, sized to end just after that deadline plus the reference's block (a spin on the device's global
-  timer), overlaps the reference's timing command and is gone before the candidate's next command: contrary to
-  docs/CONTRACTS.md ("work that outlasts it falls into the candidate's next command"). Time-sliced, it barely moves
-  the reference's events (a 20 ms leftover moved its median 0.25 % on an H100), but every repetition of the
-  reference then waits for the candidate's time slice on the host's side: the reference's spans, from which the
-  harness's cost per repetition is calibrated (wall.harness_ms), grow; the candidate's parent figure is its span
-  less that harness, and HARNESS_SLACK grows with it, so a forged timer passes.
+- `free_before_reference`: memory a process gives back keeps the device busy clearing it for about 60 ms per 24 GiB, and
+  another process's memory-bound kernels run about 14 % slower meanwhile (bench/probes/free_settle.py, H200). The drain
+  does not see it (it is the driver's work, not a context's), SIGSTOP does not stop it, and the candidate chooses when
+  it happens: right after the last synchronize of its rehearsal and of its blocks that come just before the reference's
+  (ABBA: block b odd is candidate then reference, and block b + 1 starts with the reference again). Giving 24 GiB back
+  costs 9-23 ms of host time inside the candidate's span, but only in 7 of its 16 blocks: the parent's figure is the
+  median over blocks, so it never sees that cost. 15 of the reference's 16 blocks run slow.
+- `few_reps_forge` (answered: the jitter is spread over the repetitions a call of the parent's figure is given): the
+  candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up that sleeps 50 ms a call gets
+  it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of allowance instead of 0.002 ms at 500;
+  with HARNESS_SLACK's 15 % of the harness's work (the 512 MB flush, the draw, the copy: a few tenths of a ms a
+  repetition) a short call's timer may claim a fraction of it.
+- `outlast_the_drain` (answered: the reference is not timed beside work that outlasts its wait, and the candidate whose
+  killing ends that work gets a runtime_error; test_device_busy.py): the drain gave up after DEADLINE_S (2 s). Work the
+  candidate queues after the last synchronize of its command, sized to end just after that deadline plus the reference's
+  block (a spin on the device's global timer), overlaps the reference's timing command and is gone before the
+  candidate's next command: contrary to docs/CONTRACTS.md ("work that outlasts it falls into the candidate's next
+  command"). Time-sliced, it barely moves the reference's events (a 20 ms leftover moved its median 0.25 % on an H100),
+  but every repetition of the reference then waits for the candidate's time slice on the host's side: the reference's
+  spans, from which the harness's cost per repetition is calibrated (wall.harness_ms), grow; the candidate's parent
+  figure is its span less that harness, and HARNESS_SLACK grows with it, so a forged timer passes.
 
 These drive the real time_side_by_side and verdicts with fake processes on a simulated device clock, as
 test_redteam_strict_timing.py does: the physics (the scrub's 14 % for 60 ms, a time slice's wait per repetition)
@@ -39,7 +41,7 @@ import torch
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import time_side_by_side
+from evaluators.judge.timing_plan import DeviceBusy, time_side_by_side
 from evaluators.worker.device_idle import DEADLINE_S
 from tests.evaluators.conftest import PROBLEM, candidate
 from tests.evaluators.redteam.test_redteam import false_accept
@@ -102,9 +104,11 @@ class Worker:
         started = device.now
         if cmd == "drain":
             left = device.active()
+            outlasts = bool(left and left.seen_by_drain and left.until - device.now > DEADLINE_S)
             if left and left.seen_by_drain:
                 device.now += min(left.until - device.now, DEADLINE_S)
-            return Reply("drained", {"waited_ms": (device.now - started) * 1e3}, device.now - started)
+            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts}
+            return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
             device.now += CHECK_S
             return Reply("comparison", {"mismatch": None}, CHECK_S)
@@ -272,21 +276,16 @@ def test_a_forger_claiming_half_of_a_long_call_is_disputed_even_with_a_slow_warm
     assert codes(judged(tmp_path, reference, forger)) == ["timing_disputed"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: work queued after the candidate's last synchronize and sized to end DEADLINE_S plus the reference's "
-    "block later overlaps the reference's timing command (the drain gives up at 2 s) and is done before the "
-    "candidate's next: the reference's spans, which calibrate the harness's cost, grow by a time slice a "
-    "repetition, and the candidate's parent figure falls by as much",
-)
-def test_work_that_outlasts_the_drain_does_not_let_a_forged_timer_pass(tmp_path, cuda_lock):
+def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock):
+    """The reference's wait gives up at DEADLINE_S with the work still there: no reference block is timed beside it
+    (judge/evaluate.py then kills the candidate's processes and weighs whose work it was: test_device_busy.py)."""
     device = Device()
     reference = Worker(device, "reference", LONG_MS, LONG_HARNESS_MS)
     forger = OutlastsTheDrain(device, "candidate", LONG_MS, LONG_HARNESS_MS, warm_ms=50.0, share=0.5)
-    result = judged(tmp_path, reference, forger)
-    # The reference's own figure did not move (its events are not slowed by time slicing): only the calibration.
-    assert result.baseline_ms == pytest.approx(LONG_MS)
-    assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
+    with pytest.raises(DeviceBusy):
+        judged(tmp_path, reference, forger)
+    drains = [i for i, entry in enumerate(device.log) if entry[:2] == ("reference", "drain")]
+    assert not any(entry[:2] == ("reference", "time") for entry in device.log[drains[-1] + 1 :])
 
 
 # --- the same attacks on a GPU --------------------------------------------------------------------------------------
