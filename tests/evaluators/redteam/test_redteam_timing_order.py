@@ -293,18 +293,21 @@ def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock):
 TIMING = HERE / "timing"
 
 
-def _gpu(cache_dir, source: str):
+def _honest_and_attacked(cache_dir, attack: str):
+    """good_triton, and good_triton with timing/shared.py and the attack appended: they differ only in the attack."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    return evaluate(str(PROBLEM), source, "cuda", EvalOptions(cache_dir=cache_dir, timeout_s=300))
+    parts = [candidate("good_triton"), (TIMING / "shared.py").read_text(), (TIMING / f"{attack}.py").read_text()]
+    options = EvalOptions(cache_dir=cache_dir, timeout_s=300)
+    return [evaluate(str(PROBLEM), source, "cuda", options) for source in (parts[0], "\n\n".join(parts))]
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=False, reason="open, reasoned from the code and the H200 probe; not yet run on a GPU")
+@pytest.mark.xfail(strict=False, reason="free_before_reference is open (docs/CONTRACTS.md); copy_engine_after_reply is "
+                   "speculative; neither has run on a GPU")  # fmt: skip
 @pytest.mark.parametrize("attack", ["free_before_reference", "copy_engine_after_reply"])
 def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cache_dir, attack):
-    honest = _gpu(cache_dir, candidate("good_triton"))
-    attacked = _gpu(cache_dir, (TIMING / f"{attack}.py").read_text())
+    honest, attacked = _honest_and_attacked(cache_dir, attack)
     assert honest.status == attacked.status == "correct", attacked.message
     assert not false_accept(attacked) or attacked.speedup < 1.05 * honest.speedup, (honest.speedup, attacked.speedup)
     for clean, shape in zip(honest.shapes, attacked.shapes, strict=True):
@@ -313,12 +316,11 @@ def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cach
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=False, reason="open, reasoned from the code; not yet run on a GPU")
 @pytest.mark.parametrize("attack", ["few_reps_forge", "outlast_the_drain"])
 def test_gpu_a_forged_timer_is_not_believed(cache_dir, attack):
-    honest = _gpu(cache_dir, candidate("good_triton"))
-    attacked = _gpu(cache_dir, (TIMING / f"{attack}.py").read_text())
-    assert attacked.status == "correct", attacked.message
-    # The same kernel as good_triton's, with a timer claiming a fraction of it: flagged, or no faster than honest.
-    assert not false_accept(attacked) or attacked.runtime_ms >= 0.9 * honest.runtime_ms, (
-        honest.runtime_ms, attacked.runtime_ms, [f.code for f in attacked.flags])  # fmt: skip
+    """Not correct (outlast_the_drain's work ends with its processes: a runtime_error), flagged, or no faster than the
+    same kernel honestly timed."""
+    honest, attacked = _honest_and_attacked(cache_dir, attack)
+    believed = attacked.status == "correct" and false_accept(attacked)
+    assert not believed or attacked.runtime_ms >= 0.9 * honest.runtime_ms, (
+        attacked.status, honest.runtime_ms, attacked.runtime_ms, [f.code for f in attacked.flags])  # fmt: skip
