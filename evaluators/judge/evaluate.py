@@ -242,12 +242,11 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
         try:
             reference_timing, timing = _timed(ask, reference, i, options)
             waited = timing.lock_wait_s
+            reps_for = timing_plan.honest_reps(result.device, options)
             if (
                 timing.mismatch is None
                 and device_kind(result.device) == "cuda"
-                and wall.judge_timing(
-                    timing, reference_timing, timing_plan.honest_reps(result.device, options)
-                ).disputed
+                and wall.judge_timing(timing, reference_timing, reps_for).disputed
             ):
                 # A disputed timing is measured again, the reference's with it: a passing episode's noise passes,
                 # a forger's timer says the same twice.

@@ -105,7 +105,9 @@ def repetitions(estimate_ms: float, device: str, options: EvalOptions) -> int:
     """
     if device_kind(device) == "cpu":
         return options.cpu_reps
-    return int(min(max(options.rep_ms / estimate_ms, options.min_reps), options.max_reps))
+    # An estimate at or below zero (a warm-up faster than its clock, a parent's figure less the harness) is taken as
+    # a microsecond call's.
+    return int(min(max(options.rep_ms / max(estimate_ms, 1e-3), options.min_reps), options.max_reps))
 
 
 def honest_reps(device: str, options: EvalOptions) -> Callable[[float], int]:
@@ -174,7 +176,7 @@ class Side:
         else:
             warm = 1
         self.warm = warm
-        self.timing = ShapeTiming(repetitions(max(per_call * 1e3, 1e-3), self.device, options))
+        self.timing = ShapeTiming(repetitions(per_call * 1e3, self.device, options))
 
     def command(self, first: int, reps: int, nonce: int, hold: bool = True) -> dict:
         """The timing command of repetitions first..first+reps.

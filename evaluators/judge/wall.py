@@ -25,7 +25,6 @@ from dataclasses import dataclass
 # harness work per repetition (the flush and input draws vary from one run to the next), and a fixed jitter of
 # the two processes' wake-ups spread over the repetitions.
 CALL_SLACK, HARNESS_SLACK, JITTER_MS = 0.10, 0.15, 1.0
-MIN_ESTIMATE_MS = 1e-3  # a parent's figure at or below zero sizes repetitions as a microsecond call would be
 
 
 @dataclass
@@ -103,5 +102,5 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int]) -> Verdic
     blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
     parent = statistics.median(blocks)
     claimed = reported_ms(side) + side.side_stream_ms
-    reps = max(side.reps, honest_reps(max(parent, MIN_ESTIMATE_MS)))
+    reps = max(side.reps, honest_reps(parent))
     return Verdict(parent, claimed, slack_ms(parent, harness, reps), blocks)

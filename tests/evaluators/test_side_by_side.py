@@ -273,8 +273,7 @@ def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_b
     assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS
     blocks = _blocks(log, "candidate")
     assert [(c["first"], c["reps"]) for c in blocks] == split(candidate.reps, TIMING_BLOCKS)
-    reference_probe = log.index(next(entry for entry in log if entry == ("reference", {"cmd": "probe"}) or (
-        entry[0] == "reference" and entry[1]["cmd"] == "probe")))  # fmt: skip
+    reference_probe = next(i for i, (name, c) in enumerate(log) if name == "reference" and c["cmd"] == "probe")
     assert reference_probe < min(i for i, (name, _) in enumerate(log) if name == "candidate")
 
 
