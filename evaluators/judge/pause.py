@@ -10,6 +10,11 @@ descendants of the worker's first process, through /proc's lists of each thread'
 namespace an orphan is adopted by the namespace's first process, so it stays a descendant; without a namespace it
 is adopted outside and is not found. Work the candidate queued on the device before it was stopped still runs
 (docs/CONTRACTS.md).
+
+A thread inside a system call stops only on its way out, so a call made just after the reply still runs to its end:
+giving device memory back is such a call, and the driver's clearing of that memory outlasts it and slows the
+reference's reads (worker/device_idle.py). How long the stop waited for such threads is kept (`lag_s`), and the
+reference's turn waits in proportion (judge/timing_plan.py).
 """
 
 from __future__ import annotations
@@ -32,11 +37,17 @@ class Stopper:
     def __init__(self, root: int):
         self.root = root
         self.signalled: set[int] = set()
+        self.lag_s = 0.0  # how long the last stop waited for threads still running after their signal
 
     def stop(self) -> None:
-        signalled = self.signalled = {self.root}
+        # The process group is signalled at once, and the threads of the last stop's processes looked at right away,
+        # so `lag_s` is how long one of them was still running. A process new since, or out of the group, is seen
+        # only after the scan: its lag counts from the first signal.
+        signalled_at = time.monotonic()
         _signal_group(self.root, signal.SIGSTOP)
         _kill(self.root, signal.SIGSTOP)
+        lag = _settle(self.signalled | {self.root})
+        signalled = {self.root}
         for _ in range(SCANS):
             new = descendants(self.root) - signalled
             if not new:
@@ -44,7 +55,11 @@ class Stopper:
             for pid in new:
                 _kill(pid, signal.SIGSTOP)
             signalled |= new
-        _settle(signalled)
+        late = signalled - self.signalled - {self.root}
+        if late:
+            _settle(late)
+            lag = max(lag, time.monotonic() - signalled_at)
+        self.signalled, self.lag_s = signalled, lag
 
     def resume(self) -> None:
         _signal_group(self.root, signal.SIGCONT)
@@ -96,14 +111,22 @@ def _kill(pid: int, number: int) -> None:
         pass
 
 
-def _settle(pids: set[int]) -> None:
-    """Wait (briefly) until every thread of `pids` reads as stopped: signals arrive asynchronously."""
-    deadline = time.monotonic() + SETTLE_S
+def _settle(pids: set[int]) -> float:
+    """Wait (briefly) until every thread of `pids` reads as stopped: signals arrive asynchronously.
+
+    Returns the seconds from the first look at the threads until the last of them read as stopped (SETTLE_S at
+    most), 0.0 where all had stopped by then.
+    """
+    started = time.monotonic()
+    deadline = started + SETTLE_S
     pending = {task for pid in pids for task in _tasks(pid)}
+    first = True
     while pending and time.monotonic() < deadline:
         pending = {task for task in pending if _state(task) not in (None, "T", "t", "Z", "X")}
         if pending:
-            time.sleep(0.0005)
+            first = False
+            time.sleep(0.0001)
+    return 0.0 if first else time.monotonic() - started
 
 
 def _tasks(pid: int) -> list[Path]:

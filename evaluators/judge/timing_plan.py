@@ -58,7 +58,14 @@ LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # Repetitions of each block the reference compares, picked after the block: checking all of them made a warm
 # evaluation of row_softmax (seven timed shapes of up to 500 repetitions) take 14.2 s against 5.1 s on an H100.
 CHECKED_PER_BLOCK = 2
+# Before the reference's next timing command after one of the candidate's, the parent waits LINGER_PER_LAG times what
+# the candidate's stop waited for a thread still in a system call (judge/pause.py), and no less than MIN_GUARD_S.
+# Giving 8-24 GiB of device memory back took 3-18 ms of host time, and the driver's clearing slowed reads for up to
+# 5.9 times that after the call (bench/probes/free_trace.py, H200); a call that ends before the stop is seen (about
+# 0.4 GiB in the parent's reaction time) leaves under 1 ms of it.
+LINGER_PER_LAG, MIN_GUARD_S = 8.0, 2e-3
 _RANDOM = secrets.SystemRandom()
+_SLEEP = time.sleep
 # The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
 # where the released hold cannot load.
 _CALIBRATE_MS = 1e-3
@@ -89,7 +96,7 @@ class ShapeTiming:
     alone: bool = False  # timed with nothing timed or started on the machine's other GPUs meanwhile
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
     mismatch: list | None = None  # the reference's check: [repetition, mismatch] of the first that differs
-    drained_ms: float = 0.0  # how long the reference waited, before its commands, for other work to leave the device
+    drained_ms: float = 0.0  # how long the reference waited, before its commands, for what the candidate left to end
 
 
 class DeviceBusy(Exception):
@@ -226,6 +233,17 @@ class Side:
         return timing
 
 
+def _guard_s(stopper) -> float:
+    """What the reference waits before its next timing command, after the candidate's stop."""
+    return max(MIN_GUARD_S, LINGER_PER_LAG * stopper.lag_s)
+
+
+def _few(values) -> str:
+    """The first and last of a list of readings, for a message."""
+    values = values if isinstance(values, list) else []
+    return ", ".join(f"{v:.3f}" for v in values) if len(values) <= 4 else f"{values[0]:.3f} ... {values[-1]:.3f}"
+
+
 def _rehearse_reference(reference: Side) -> float:
     """The reference's rehearsal, which sizes the lead both sides then hold (ms); the reference's set to it."""
     reference.lead_ms = lead_ms(reference.rehearse(_CALIBRATE_MS))
@@ -283,12 +301,15 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     ):
         waited = time.perf_counter() - waited
 
+        guard = [_guard_s(stopper), time.perf_counter()]  # (seconds to wait, since when) before the reference's turn
+
         def asked(command, event):
             stopper.resume()
             try:
                 return candidate_call(command, event)
             finally:
                 stopper.stop()
+                guard[:] = [_guard_s(stopper), time.perf_counter()]
 
         layout = room()
         memory, retained = memory | layout, layout["retained"]
@@ -296,13 +317,16 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         def reference_timed(command, event):
             if command["cmd"] == "time" and device_kind(device) == "cuda":
-                # The candidate is stopped, but work it queued before still runs: the reference waits it out.
+                # The candidate is stopped, but what it left still runs: memory it gave back as it replied is being
+                # cleared (the guard), and work it queued before runs on (the reference waits it out).
+                rest = max(0.0, guard[0] - (time.perf_counter() - guard[1]))
+                _SLEEP(rest)
+                guard[0] = 0.0
                 reply = reference_call({"cmd": "drain", "shape": shape}, "drained").meta
-                drained.append(reply["waited_ms"])
+                drained.append(rest * 1e3 + reply["waited_ms"])
                 if reply.get("idle") is False:
-                    raise DeviceBusy(
-                        f"the device was still busy after the reference waited {reply['waited_ms']:.0f} ms"
-                    )
+                    raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
+                                     f"ms (its reads of device memory, ms: {_few(reply.get('reads_ms'))})")  # fmt: skip
             return reference_call(command, event)
 
         reference = Side(reference_timed, shape, device, options, memory, keep=layout["side_by_side"])

@@ -1,24 +1,112 @@
-"""The reference's wait, before each of its timing commands, until no other process's work runs on the device.
+"""The reference's wait, before each of its timing commands, until nothing another process did still slows the device.
 
-The candidate's processes are stopped through the reference's turns (judge/pause.py), but work they queued on the
-device before the stop still runs: a kernel launched from a thread just after the harness's last synchronize, and
-before the reply, outlives the candidate's command, and time-slices the device with the reference's timing, which
-then reads slower (a higher baseline, a higher speedup). A tiny operator and a synchronize make a round trip of tens
-of microseconds on an idle device; while another context has work, the device serves this one only at its next
-time slice. The reference times only after PASSES such round trips in a row were quick. Work still there after
-DEADLINE_S is the parent's to weigh, and the reference is not timed beside it (judge/evaluate.py): work sized to
-outlast the wait and end before the candidate's next command raised the reference's spans, from which the harness's
-cost is calibrated, and so lowered the candidate's floor (tests/evaluators/redteam/test_redteam_timing_order.py).
+The candidate's processes are stopped through the reference's turns (judge/pause.py), but two things they did before
+the stop can outlast it:
+
+- Work they queued still runs: a kernel launched from a thread just after the harness's last synchronize, and before
+  the reply, outlives the candidate's command, and time-slices the device with the reference's timing, which then
+  reads slower (a higher baseline, a higher speedup). A tiny operator and a synchronize make a round trip of tens of
+  microseconds on an idle device; while another context has work, the device serves this one only at its next time
+  slice. The wait goes on until PASSES such round trips in a row were quick.
+- Memory they gave back is cleared by the driver after the call returns, and meanwhile every read from device memory
+  runs slow: on an H200, 13-14 % for about 2 ms per GiB given back (reads of 512 MiB to 8 GiB; 8-9 % at 64 MiB), while a
+  memset or a page-strided read were not slowed (bench/probes/free_trace.py). No context's work shows it, and the
+  device's free memory is whole at once. So the wait then times a read of READ_BYTES until one runs within QUIET_TOL
+  of the quiet mark, the slowest of the QUIET_OF quickest this process has timed (one unusually quick read does not
+  set it): a candidate that gives memory back before each of its replies, to slow the reference's blocks after it, must
+  do so before every one of them (any quiet read sets the mark) and pays for each inside its own span, which the
+  parent's clock sees (judge/wall.py). Memory given back after the reply is the parent's to wait out (judge/pause.py,
+  judge/timing_plan.py). Reads still slow once the clearing of all the device's memory would be over are the device's
+  speed now, not a clearing, and become the mark: on an H200, reads settled 5-10 % slower than a mark set earlier in a
+  batch, for seconds, and two honest candidates were failed for it.
+
+Work still there after DEADLINE_S is the parent's to weigh, and the reference is not timed beside it
+(judge/evaluate.py): work sized to outlast the wait and end before the candidate's next command raised the reference's
+spans, from which the harness's cost is calibrated, and so lowered the candidate's floor
+(tests/evaluators/redteam/test_redteam_timing_order.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
 QUICK_S, PASSES, DEADLINE_S = 200e-6, 3, 2.0
-_NOW, _SYNC = time.perf_counter, torch.cuda.synchronize
+# The read: 256 MiB is about 60 us on an H200, slowed by the clearing as much as 8 GiB was; a quiet one's spread is
+# under 1 %, the clearing's 13-14 %. Between reads the device is left alone a little, for the clearing to go on.
+READ_BYTES, QUIET_TOL, QUIET_OF, READ_PAUSE_S = 256 << 20, 0.05, 3, 0.5e-3
+# The clearing ran at up to 2.2 ms per GiB given back once the call returned (bench/probes/free_trace.py, H200): what
+# the whole device's memory would take, with a margin, bounds it.
+CLEAR_S_PER_GIB, CLEAR_MARGIN = 2.2e-3, 1.25
+_NOW, _SYNC, _SLEEP = time.perf_counter, torch.cuda.synchronize, time.sleep
+
+
+@dataclass
+class Drain:
+    """One process's wait for the device: its round-trip tensor, its read and the quickest reads it has timed.
+
+    `read()` times one read (ms). The quickest last as long as the process, across shapes and evaluations; the first
+    come as it is made, before the candidate's processes start or beside them (slow reads never lower the mark).
+    """
+
+    probe: torch.Tensor
+    read: Callable[[], float]
+    clear_s: float  # the longest the clearing of memory given back can last on this device
+    quickest_ms: list[float] = field(default_factory=list)
+    reads: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for _ in range(QUIET_OF):
+            self.quickest_ms = sorted([*self.quickest_ms, self.read()])
+
+    @classmethod
+    def on_cuda(cls) -> Drain:
+        buffer = torch.zeros(READ_BYTES // 4, device="cuda")
+        buffer.sum()  # its kernel loaded before the first read is timed
+
+        def read() -> float:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            buffer.sum()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+
+        total_gib = torch.cuda.mem_get_info()[1] / (1 << 30)
+        return cls(torch.zeros(1, device="cuda"), read, total_gib * CLEAR_S_PER_GIB * CLEAR_MARGIN)
+
+    def wait(self) -> dict:
+        """Wait for the device; the reply's facts.
+
+        "waited_ms": for other work to leave and for the reads to settle, 0.0 where neither made it wait; "idle": the
+        other work left before DEADLINE_S; "reads_ms": the reads timed, the last the quiet one.
+        """
+        self.reads = []
+        waited, idle = wait_idle(self.probe)
+        if not idle:
+            return {"waited_ms": waited, "idle": False, "reads_ms": []}
+        started = _NOW()
+        self.settle()
+        settling = (_NOW() - started) * 1e3 if len(self.reads) > 1 else 0.0
+        return {"waited_ms": waited + settling, "idle": True, "reads_ms": [round(ms, 4) for ms in self.reads]}
+
+    def settle(self) -> None:
+        """Time reads until one is within QUIET_TOL of the quiet mark, or for `clear_s`: then they set the mark."""
+        self.reads = []
+        started = _NOW()
+        while True:
+            ms = self.read()
+            self.reads.append(ms)
+            self.quickest_ms = sorted([*self.quickest_ms, ms])[:QUIET_OF]
+            if ms <= self.quickest_ms[-1] * (1 + QUIET_TOL):
+                return
+            if _NOW() - started >= self.clear_s:
+                self.quickest_ms = sorted(self.reads[-QUIET_OF:])
+                return
+            _SLEEP(READ_PAUSE_S)
 
 
 def wait_idle(probe: torch.Tensor) -> tuple[float, bool]:

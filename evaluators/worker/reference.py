@@ -227,6 +227,8 @@ def serve_reference(session: Session) -> None:
     leave the device room for both (judge/reference_pool.py).
     """
     job, runtime, device = session.job, session.runtime, session.device
+    if device == "cuda":
+        _drain()  # made before the plan, which counts its read buffer as this process's
     # The same watch as the candidate's: its check, once per timing command, then costs both sides alike.
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     models = ReferenceModels(session)
@@ -256,7 +258,6 @@ def serve_reference(session: Session) -> None:
     kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
     answers = TimedAnswers()
-    idle = None  # the device-idle probe's tensor, made at the first drain
     for command in commands:
         shape = command["shape"]
         cmd = command["cmd"]
@@ -286,9 +287,7 @@ def serve_reference(session: Session) -> None:
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "drain":
-            idle = idle if idle is not None else torch.zeros(1, device=device)
-            waited, quiet = device_idle.wait_idle(idle)
-            session.reply("drained", {"waited_ms": waited, "idle": quiet})
+            session.reply("drained", _drain().wait())
         elif cmd == "room":  # with this shape's model built: it is part of what the device holds
             session.reply("room", timing_room(session, meta["sizes"][shape], command["settle"]))
         elif cmd == "time_compiled":
@@ -304,6 +303,12 @@ def serve_reference(session: Session) -> None:
             session.reply("comparison", checked)
         else:
             raise RuntimeError(f"unknown command {cmd!r}")
+
+
+@functools.cache
+def _drain() -> device_idle.Drain:
+    """The wait for the device before the timing commands, made once a process: its quiet mark lasts with it."""
+    return device_idle.Drain.on_cuda()
 
 
 def _next_is(commands, name: str) -> bool:

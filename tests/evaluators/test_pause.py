@@ -96,3 +96,23 @@ def test_no_beat_of_the_candidate_falls_inside_a_reference_command(tmp_path, mon
     # The candidate ran between the reference's commands: its beats come from both sides of them.
     first, last = windows[0][0], windows[-1][1]
     assert any(first < b < last for b in beats)
+
+
+def test_a_stop_says_how_long_it_waited_for_a_thread_still_in_a_system_call(monkeypatch):
+    """A thread that was giving device memory back as it was stopped runs on to the end of its call; the stop waits
+    and says how long (judge/timing_plan.py waits in proportion before the reference's turn)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        looks = iter(["D"] * 20)  # in an uninterruptible call for 20 looks, then stopped
+        monkeypatch.setattr(pause, "_state", lambda task: next(looks, "T"))
+        stopper = pause.Stopper(child.pid)
+        stopper.stop()
+        assert stopper.lag_s >= 19 * 1e-4
+        monkeypatch.setattr(pause, "_state", lambda task: "T")
+        stopper.resume()
+        stopper.stop()
+        assert stopper.lag_s == 0.0  # stopped at the first look
+        stopper.resume()
+    finally:
+        child.kill()
+        child.wait()

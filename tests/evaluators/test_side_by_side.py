@@ -62,6 +62,7 @@ class Stopper:
 
     def __init__(self, log: list):
         self.log = log
+        self.lag_s = 0.0  # no thread of theirs was in a system call when stopped
 
     def stop(self):
         self.log.append(("parent", {"cmd": "stop"}))
@@ -437,4 +438,5 @@ def test_on_a_gpu_the_reference_waits_for_an_idle_device_before_each_timing_comm
         assert "drain" not in commands
     else:
         assert times and all(commands[i - 1] == "drain" for i in times)
-    assert candidate.drained_ms == 0.0
+    # The device was idle at once: what is left is the parent's guard after each stop, MIN_GUARD_S at most each.
+    assert candidate.drained_ms <= len(times) * timing_plan.MIN_GUARD_S * 1e3

@@ -4,13 +4,17 @@ judge/wall.py, worker/device_idle.py, worker/session.py).
 The attacks here do not make the candidate's own timer lie about its calls in a way one command shows; they steer
 what the parent compares it with:
 
-- `free_before_reference`: memory a process gives back keeps the device busy clearing it for about 60 ms per 24 GiB, and
-  another process's memory-bound kernels run about 14 % slower meanwhile (bench/probes/free_settle.py, H200). The drain
-  does not see it (it is the driver's work, not a context's), SIGSTOP does not stop it, and the candidate chooses when
-  it happens: right after the last synchronize of its rehearsal and of its blocks that come just before the reference's
-  (ABBA: block b odd is candidate then reference, and block b + 1 starts with the reference again). Giving 24 GiB back
-  costs 9-23 ms of host time inside the candidate's span, but only in 7 of its 16 blocks: the parent's figure is the
-  median over blocks, so it never sees that cost. 15 of the reference's 16 blocks run slow.
+- `free_before_reference` (answered: the reference's drain times a read of device memory until it is as quick as its
+  quiet reads, and after a stop that waited for a system call the parent waits in proportion; worker/device_idle.py,
+  judge/pause.py): memory a process gives back is cleared by the driver after the call returns, about 2 ms per GiB, and
+  meanwhile another process's reads of device memory run 13-14 % slower (bench/probes/free_trace.py, H200). The drain's
+  round trips do not see it (it is the driver's work, not a context's), and the candidate chooses when it happens: right
+  after the last synchronize of its rehearsal and of its blocks that come just before the reference's (ABBA: block b odd
+  is candidate then reference, and block b + 1 starts with the reference again). Giving 24 GiB back costs 9-23 ms of
+  host time inside the candidate's span, but only in 7 of its 16 blocks: the parent's figure is the median over blocks,
+  so it never sees that cost; 15 of the reference's 16 blocks ran slow (1.13x, no flag). Given back from a thread just
+  after the reply, the host time is not in the span at all; made before every reply, so that no read is ever quiet, it
+  is in every block's span.
 - `few_reps_forge` (answered: the jitter is spread over the repetitions a call of the parent's figure is given): the
   candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up that sleeps 50 ms a call gets
   it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of allowance instead of 0.002 ms at 500;
@@ -32,6 +36,7 @@ is the model's, from the measurements named above or marked as assumed. The same
 GPU are in timing/ and are run by the `gpu` tests at the end (not run here: no GPU).
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,10 +47,11 @@ from evaluators import EvalOptions, evaluate
 from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import DeviceBusy, time_side_by_side
+from evaluators.worker import device_idle
 from evaluators.worker.device_idle import DEADLINE_S
 from tests.evaluators.conftest import PROBLEM, candidate
 from tests.evaluators.redteam.test_redteam import false_accept
-from tests.evaluators.test_side_by_side import quiet_for, where
+from tests.evaluators.test_side_by_side import where
 
 HERE = Path(__file__).parent
 FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
@@ -53,6 +59,7 @@ CHECK_S = 3e-3  # the reference's check of one block
 # bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
 # free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
 SCRUB_S_PER_GIB, SCRUB_SLOWDOWN, FREE_COST_S_PER_GIB = 0.060 / 24, 1.14, 0.030 / 24
+READ_MS = 0.06  # the drain's read of 256 MiB (worker/device_idle.py, READ_BYTES) on an H200, quiet
 SLICE_MS = 1.0  # assumed: what a repetition of the reference waits on the host for the other context's time slice
 
 
@@ -78,6 +85,7 @@ class Reply:
 class Device:
     now: float = 0.0
     leftover: Leftover | None = None
+    lag_s: float = 0.0  # host time a candidate's thread spends in a system call after its reply (the stop waits it)
     log: list = field(default_factory=list)
 
     def active(self) -> Leftover | None:
@@ -90,6 +98,16 @@ class Worker:
     def __init__(self, device: Device, name: str, call_ms: float, harness_ms: float, warm_ms: float | None = None):
         self.device, self.name, self.call_ms, self.harness_ms = device, name, call_ms, harness_ms
         self.warm_ms = call_ms if warm_ms is None else warm_ms  # what a warm-up call costs (its span)
+        # The reference's wait for the device (worker/device_idle.Drain) timing its read on the simulated device:
+        # slowed, as every read is, by the driver's clearing of memory given back (a leftover the drain's round trips
+        # do not see). Made as the worker starts, on a quiet device.
+        self.drain = device_idle.Drain(None, self.read, 140 * device_idle.CLEAR_S_PER_GIB * device_idle.CLEAR_MARGIN)
+
+    def read(self) -> float:
+        left = self.device.active()
+        ms = READ_MS * (left.slowdown if left and not left.seen_by_drain else 1.0)
+        self.device.now += ms * 1e-3
+        return ms
 
     def claims(self, command: dict, real_ms: list[float]) -> list[float]:
         return real_ms
@@ -107,7 +125,10 @@ class Worker:
             outlasts = bool(left and left.seen_by_drain and left.until - device.now > DEADLINE_S)
             if left and left.seen_by_drain:
                 device.now += min(left.until - device.now, DEADLINE_S)
-            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts}
+            self.drain.reads = []
+            if not outlasts:
+                self.drain.settle()
+            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts, "reads_ms": self.drain.reads}
             return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
             device.now += CHECK_S
@@ -150,12 +171,47 @@ def cuda_lock(monkeypatch):
     monkeypatch.setattr(timing_plan, "device_key", lambda device: "cuda-fake")
 
 
+@pytest.fixture
+def device(monkeypatch) -> Device:
+    """The simulated device, whose clock the parent's and the reference's waits move."""
+    device = Device()
+
+    def sleep(seconds: float) -> None:
+        device.now += seconds
+
+    monkeypatch.setattr(timing_plan, "_SLEEP", sleep)
+    monkeypatch.setattr(device_idle, "_SLEEP", sleep)
+    monkeypatch.setattr(device_idle, "_NOW", lambda: device.now)
+    return device
+
+
+class Stopper:
+    """judge/pause.py's Stopper on the simulated device: its stop waits out a thread's system call, and says so."""
+
+    def __init__(self, device: Device):
+        self.device, self.lag_s = device, 0.0
+
+    def stop(self):
+        self.device.now += self.device.lag_s
+        self.lag_s, self.device.lag_s = self.device.lag_s, 0.0
+
+    def resume(self):
+        pass
+
+
 def judged(tmp_path, reference: Worker, candidate: Worker) -> EvalResult:
     """One shape timed on "cuda" as evaluate() does (again where disputed), and its verdict."""
     options = EvalOptions(cache_dir=tmp_path)
     memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
     layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
-    args = (0, "cuda", options, memory, lambda: layout, quiet_for([]), where)
+
+    @contextmanager
+    def quiet():
+        stopper = Stopper(reference.device)
+        stopper.stop()
+        yield stopper
+
+    args = (0, "cuda", options, memory, lambda: layout, quiet, where)
     timings = time_side_by_side(reference, candidate, *args)
     if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options)).disputed:
         timings = time_side_by_side(reference, candidate, *args)
@@ -182,37 +238,79 @@ class FreesBeforeTheReference(Worker):
     next). 7 of 16 blocks pay for the free: under half, so the median over blocks never sees its cost. The sizes are
     what a real candidate would tune from the host time between its own commands."""
 
-    def after(self, command):
+    def gib(self, command) -> int:
         index = block_index(command)
-        gib = 8 if index is None else 16 if index % 2 == 1 and index <= 13 else 0
+        return 8 if index is None else 16 if index % 2 == 1 and index <= 13 else 0
+
+    def after(self, command):
+        gib = self.gib(command)
         if gib:
             cost = gib * FREE_COST_S_PER_GIB
-            until = self.device.now + cost + gib * SCRUB_S_PER_GIB
-            self.device.leftover = Leftover(until, False, SCRUB_SLOWDOWN, 0.0, False)
+            self.device.leftover = Leftover(self.device.now + cost + gib * SCRUB_S_PER_GIB, False, SCRUB_SLOWDOWN,
+                                            0.0, False)  # fmt: skip
             return cost
         return 0.0
 
 
-def test_an_honest_candidate_as_fast_as_the_reference_reads_as_fast(tmp_path, cuda_lock):
-    device = Device()
+class FreesAsItReplies(FreesBeforeTheReference):
+    """The same frees, from a thread, just after the reply: their host time falls in the stop, not the span."""
+
+    def after(self, command):
+        gib = self.gib(command)
+        if gib:
+            cost = gib * FREE_COST_S_PER_GIB
+            self.device.lag_s = cost
+            self.device.leftover = Leftover(self.device.now + cost + gib * SCRUB_S_PER_GIB, False, SCRUB_SLOWDOWN,
+                                            0.0, False)  # fmt: skip
+        return 0.0
+
+
+class FreesBeforeEveryReply(FreesBeforeTheReference):
+    """16 GiB given back before every reply, so that no read the reference's drain times is ever quiet."""
+
+    def gib(self, command) -> int:
+        return 16
+
+
+def made_while_clearing(device: Device) -> Worker:
+    """The reference, its drain's first reads made while memory the candidate gave back as it loaded is cleared."""
+    device.leftover = Leftover(1e9, False, SCRUB_SLOWDOWN, 0.0, False)
+    reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
+    device.leftover = None
+    return reference
+
+
+def test_an_honest_candidate_as_fast_as_the_reference_reads_as_fast(tmp_path, cuda_lock, device):
     result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
                     Worker(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
     assert codes(result) == [] and result.speedup == pytest.approx(1.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the driver's clearing of memory the candidate gives back right before the reference's block is "
-    "not seen by the drain and slows the reference's memory-bound calls 14 % for 60 ms per 24 GiB; the free's own "
-    "host cost sits in 7 of the candidate's 16 blocks, under the median the parent's clock checks",
-)
-def test_memory_given_back_before_the_references_blocks_does_not_raise_the_baseline(tmp_path, cuda_lock):
-    device = Device()
+@pytest.mark.parametrize("attacker", [FreesBeforeTheReference, FreesAsItReplies])
+def test_memory_given_back_before_the_references_blocks_does_not_raise_the_baseline(tmp_path, cuda_lock, device,
+                                                                                    attacker):  # fmt: skip
+    """Before the answer (the guard after a stop that waited, and the drain's reads): 1.13x, no flag."""
     result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
-                    FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
-    # What the model gives today: correct, no flag, 1.13x (band 1.11-1.15) for a kernel as fast as the reference.
-    assert not (result.status == "correct" and not codes(result) and result.speedup > 1.10), (
-        codes(result), result.speedup, result.baseline_ms, result.runtime_ms)  # fmt: skip
+                    attacker(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
+    assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), (
+        result.speedup, result.baseline_ms, result.runtime_ms)  # fmt: skip
+    reads = [entry for entry in device.log if entry[:2] == ("reference", "drain")]
+    assert reads
+
+
+def test_memory_given_back_before_every_reply_costs_more_than_it_gains(tmp_path, cuda_lock, device):
+    """Every read slow from the reference's start (its quiet mark then is too): the frees' host time, in every block
+    now, is what the parent's clock puts in the candidate's figure."""
+    result = judged(tmp_path, made_while_clearing(device), FreesBeforeEveryReply(device, "candidate", CALL_MS,
+                                                                                  HARNESS_MS))  # fmt: skip
+    assert codes(result) == ["timing_disputed"] and result.speedup < 1.0, (codes(result), result.speedup)
+
+
+def test_memory_given_back_as_it_replies_is_waited_out_where_no_read_was_quiet(tmp_path, cuda_lock, device):
+    """Every read the drain times is slow, its quiet mark too, and nothing of the frees is in the candidate's span:
+    the parent's wait after a stop that waited for a system call is what answers (1.12x without it)."""
+    result = judged(tmp_path, made_while_clearing(device), FreesAsItReplies(device, "candidate", CALL_MS, HARNESS_MS))
+    assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
 
 
 # --- few_reps_forge -------------------------------------------------------------------------------------------------
@@ -231,15 +329,13 @@ class Forger(Worker):
         return [t * self.share for t in real_ms]
 
 
-def test_a_forger_with_an_honest_warm_up_is_disputed(tmp_path, cuda_lock):
-    device = Device()
+def test_a_forger_with_an_honest_warm_up_is_disputed(tmp_path, cuda_lock, device):
     reference = Worker(device, "reference", SHORT_MS, SHORT_HARNESS_MS)
     result = judged(tmp_path, reference, Forger(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, share=0.2))
     assert codes(result) == ["timing_disputed"]
 
 
-def test_a_slow_warm_up_does_not_widen_what_the_parents_clock_allows(tmp_path, cuda_lock):
-    device = Device()
+def test_a_slow_warm_up_does_not_widen_what_the_parents_clock_allows(tmp_path, cuda_lock, device):
     reference = Worker(device, "reference", SHORT_MS, SHORT_HARNESS_MS)
     forger = Forger(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, warm_ms=50.0, share=0.2)
     result = judged(tmp_path, reference, forger)
@@ -269,17 +365,15 @@ class OutlastsTheDrain(Forger):
         return 0.0
 
 
-def test_a_forger_claiming_half_of_a_long_call_is_disputed_even_with_a_slow_warm_up(tmp_path, cuda_lock):
-    device = Device()
+def test_a_forger_claiming_half_of_a_long_call_is_disputed_even_with_a_slow_warm_up(tmp_path, cuda_lock, device):
     reference = Worker(device, "reference", LONG_MS, LONG_HARNESS_MS)
     forger = Forger(device, "candidate", LONG_MS, LONG_HARNESS_MS, warm_ms=50.0, share=0.5)
     assert codes(judged(tmp_path, reference, forger)) == ["timing_disputed"]
 
 
-def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock):
+def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock, device):
     """The reference's wait gives up at DEADLINE_S with the work still there: no reference block is timed beside it
     (judge/evaluate.py then kills the candidate's processes and weighs whose work it was: test_device_busy.py)."""
-    device = Device()
     reference = Worker(device, "reference", LONG_MS, LONG_HARNESS_MS)
     forger = OutlastsTheDrain(device, "candidate", LONG_MS, LONG_HARNESS_MS, warm_ms=50.0, share=0.5)
     with pytest.raises(DeviceBusy):
@@ -303,8 +397,6 @@ def _honest_and_attacked(cache_dir, attack: str):
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=False, reason="free_before_reference is open (docs/CONTRACTS.md); copy_engine_after_reply is "
-                   "speculative; neither has run on a GPU")  # fmt: skip
 @pytest.mark.parametrize("attack", ["free_before_reference", "copy_engine_after_reply"])
 def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cache_dir, attack):
     honest, attacked = _honest_and_attacked(cache_dir, attack)
