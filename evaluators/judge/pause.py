@@ -37,12 +37,12 @@ class Stopper:
     def __init__(self, root: int):
         self.root = root
         self.signalled: set[int] = set()
-        self.lag_s = 0.0  # how long the last stop waited for threads still running after their signal
+        self.lag_s = 0.0  # how long the last stop's threads still ran after their signal, summed over the threads
 
     def stop(self) -> None:
         # The process group is signalled at once, and the threads of the last stop's processes looked at right away,
-        # so `lag_s` is how long one of them was still running. A process new since, or out of the group, is seen
-        # only after the scan: its lag counts from the first signal.
+        # so `lag_s` is how long they were still running. A process new since, or out of the group, is seen only
+        # after the scan: its lag counts from the first signal.
         signalled_at = time.monotonic()
         _signal_group(self.root, signal.SIGSTOP)
         _kill(self.root, signal.SIGSTOP)
@@ -58,7 +58,7 @@ class Stopper:
         late = signalled - self.signalled - {self.root}
         if late:
             _settle(late)
-            lag = max(lag, time.monotonic() - signalled_at)
+            lag += (time.monotonic() - signalled_at) * len(late)
         self.signalled, self.lag_s = signalled, lag
 
     def resume(self) -> None:
@@ -114,19 +114,21 @@ def _kill(pid: int, number: int) -> None:
 def _settle(pids: set[int]) -> float:
     """Wait (briefly) until every thread of `pids` reads as stopped: signals arrive asynchronously.
 
-    Returns the seconds from the first look at the threads until the last of them read as stopped (SETTLE_S at
-    most), 0.0 where all had stopped by then.
+    Returns how long the threads still ran after the first look at them, summed over the threads (SETTLE_S at most
+    each): threads giving memory back at once, in one process or several, each leave the driver its own share to clear.
     """
-    started = time.monotonic()
-    deadline = started + SETTLE_S
+    deadline = time.monotonic() + SETTLE_S
     pending = {task for pid in pids for task in _tasks(pid)}
-    first = True
+    ran, looked = 0.0, None
     while pending and time.monotonic() < deadline:
+        now = time.monotonic()
+        if looked is not None:
+            ran += (now - looked) * len(pending)  # each found running at the last look ran until about now
+        looked = now
         pending = {task for task in pending if _state(task) not in (None, "T", "t", "Z", "X")}
         if pending:
-            first = False
             time.sleep(0.0001)
-    return 0.0 if first else time.monotonic() - started
+    return ran
 
 
 def _tasks(pid: int) -> list[Path]:

@@ -302,8 +302,21 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         waited = time.perf_counter() - waited
 
         guard = [_guard_s(stopper), time.perf_counter()]  # (seconds to wait, since when) before the reference's turn
+        drained: list[float] = []
+
+        def drain() -> None:
+            """The reference's wait until what the candidate left on the device ends (worker/device_idle.py)."""
+            reply = reference_call({"cmd": "drain", "shape": shape}, "drained").meta
+            drained.append(reply["waited_ms"])
+            if reply.get("idle") is False:
+                raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
+                                 f"ms (its reads of device memory, ms: {_few(reply.get('reads_ms'))})")  # fmt: skip
 
         def asked(command, event):
+            if command["cmd"] == "time" and device_kind(device) == "cuda":
+                # Both sides' blocks begin on a quiet device: the reference's own memory given back is waited out,
+                # and the reference's read here is one the candidate cannot keep slow without slowing its own block.
+                drain()
             stopper.resume()
             try:
                 return candidate_call(command, event)
@@ -313,7 +326,6 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         layout = room()
         memory, retained = memory | layout, layout["retained"]
-        drained: list[float] = []
 
         def reference_timed(command, event):
             if command["cmd"] == "time" and device_kind(device) == "cuda":
@@ -322,11 +334,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 rest = max(0.0, guard[0] - (time.perf_counter() - guard[1]))
                 _SLEEP(rest)
                 guard[0] = 0.0
-                reply = reference_call({"cmd": "drain", "shape": shape}, "drained").meta
-                drained.append(rest * 1e3 + reply["waited_ms"])
-                if reply.get("idle") is False:
-                    raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
-                                     f"ms (its reads of device memory, ms: {_few(reply.get('reads_ms'))})")  # fmt: skip
+                drained.append(rest * 1e3)
+                drain()
             return reference_call(command, event)
 
         reference = Side(reference_timed, shape, device, options, memory, keep=layout["side_by_side"])
@@ -366,7 +375,9 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                                                             retained))  # fmt: skip
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
-                _check_block(reference_call, where, candidate, layout, True, options.strict)
+                # What the check draws stays in the reference's cache until the last: given back after each block, its
+                # clearing slowed the candidate's next one.
+                _check_block(reference_call, where, candidate, layout, b == len(runs) - 1, options.strict)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
         candidate_timing.drained_ms = sum(drained)

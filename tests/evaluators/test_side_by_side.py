@@ -187,11 +187,9 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
         ]
     picked = {r for c in checks for r in c["reps"]}
     assert strict or len(picked) < candidate.reps  # a sample, not the whole
-    assert (
-        [c["last"] for c in checks] == [False] * (len(checks) - 1) + [True]
-        if side_by_side
-        else all(c["last"] for c in checks)
-    )
+    # The reference keeps what its checks draw until the last, on both paths: given back after each block, its
+    # clearing slowed the candidate's next one (test_redteam_drain_reads.py).
+    assert [c["last"] for c in checks] == [False] * (len(checks) - 1) + [True]
     running = False
     for name, command in log:
         if name == "parent":
@@ -268,7 +266,7 @@ def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_b
 
     The reference then only checks the candidate's blocks, keeping no copies of its own (no room for them)."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=False)
-    names = [name for name, c in log if name != "parent" and c["cmd"] != "check_reps"]
+    names = [name for name, c in log if name != "parent" and c["cmd"] not in ("check_reps", "drain")]
     assert names == sorted(names, key=lambda name: name == "candidate")  # every reference command first
     assert not any(c.get("keep") for _, c in log)
     assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS
@@ -430,13 +428,17 @@ def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_on_a_gpu_the_reference_waits_for_an_idle_device_before_each_timing_command(tmp_path, cuda_lock, device):
-    """Work the stopped candidate queued before its stop still runs on the device: the reference waits it out."""
+    """Work the stopped candidate queued before its stop still runs on the device: the reference waits it out before
+    each timing command of either side."""
     (_, candidate), log = _timed(tmp_path, side_by_side=True, device=device)
     commands = [c["cmd"] for name, c in log if name == "reference"]
     times = [i for i, cmd in enumerate(commands) if cmd == "time"]
+    sides = [(name, c["cmd"]) for name, c in log if name != "parent"]
+    theirs = [i for i, entry in enumerate(sides) if entry == ("candidate", "time")]
     if device == "cpu":
         assert "drain" not in commands
     else:
         assert times and all(commands[i - 1] == "drain" for i in times)
+        assert theirs and all(sides[i - 1] == ("reference", "drain") for i in theirs)
     # The device was idle at once: what is left is the parent's guard after each stop, MIN_GUARD_S at most each.
     assert candidate.drained_ms <= len(times) * timing_plan.MIN_GUARD_S * 1e3
