@@ -1,4 +1,4 @@
-"""The reference's wait, before each of its timing commands, until nothing another process did still slows the device.
+"""The reference's wait, before each timing command of either side, until nothing another process did slows the device.
 
 The candidate's processes are stopped through the reference's turns (judge/pause.py), but two things they did before
 the stop can outlast it:
@@ -11,14 +11,15 @@ the stop can outlast it:
 - Memory they gave back is cleared by the driver after the call returns, and meanwhile every read from device memory
   runs slow: on an H200, 13-14 % for about 2 ms per GiB given back (reads of 512 MiB to 8 GiB; 8-9 % at 64 MiB), while a
   memset or a page-strided read were not slowed (bench/probes/free_trace.py). No context's work shows it, and the
-  device's free memory is whole at once. So the wait then times a read of READ_BYTES until one runs within QUIET_TOL
-  of the quiet mark, the slowest of the QUIET_OF quickest this process has timed (one unusually quick read does not
-  set it): a candidate that gives memory back before each of its replies, to slow the reference's blocks after it, must
-  do so before every one of them (any quiet read sets the mark) and pays for each inside its own span, which the
-  parent's clock sees (judge/wall.py). Memory given back after the reply is the parent's to wait out (judge/pause.py,
-  judge/timing_plan.py). Reads still slow once the clearing of all the device's memory would be over are the device's
-  speed now, not a clearing, and become the mark: on an H200, reads settled 5-10 % slower than a mark set earlier in a
-  batch, for seconds, and two honest candidates were failed for it.
+  device's free memory is whole at once. So the wait then times a read of READ_BYTES until one runs within QUIET_TOL of
+  the quiet mark, the slowest of the QUIET_OF quickest this process has timed (one unusually quick read does not set
+  it). A candidate that gives memory back before its replies, to slow the reference's blocks after them, pays for it
+  inside its own span, which the parent's clock sees (judge/wall.py), unless it does so before only some of them: then
+  the reads before the others, and those before its own blocks, are quiet and bring the mark down (a read just before
+  the candidate's block is slow only if its own block is slowed too). Memory given back after the reply is the parent's
+  to wait out (judge/pause.py, judge/timing_plan.py). Reads still slow once the clearing of all the device's memory
+  would be over are the device's speed now, not a clearing, and become the mark: on an H200, reads settled 5-10 % slower
+  than a mark set earlier in a batch, for seconds, and two honest candidates were failed for it.
 
 Work still there after DEADLINE_S is the parent's to weigh, and the reference is not timed beside it
 (judge/evaluate.py): work sized to outlast the wait and end before the candidate's next command raised the reference's
