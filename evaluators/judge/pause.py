@@ -114,18 +114,21 @@ def _kill(pid: int, number: int) -> None:
 def _settle(pids: set[int]) -> float:
     """Wait (briefly) until every thread of `pids` reads as stopped: signals arrive asynchronously.
 
-    Returns how long the threads still ran after the first look at them, summed over the threads (SETTLE_S at most
-    each): threads giving memory back at once, in one process or several, each leave the driver its own share to clear.
+    Returns how long threads still ran after the first look at them, summed over the threads (SETTLE_S at most each):
+    threads giving memory back at once, in one process or several, each leave the driver its own share to clear. Only
+    a thread seen running or in an uninterruptible call counts; one asleep (most of a process's, on a busy host) is
+    only slow to take its signal.
     """
     deadline = time.monotonic() + SETTLE_S
-    pending = {task for pid in pids for task in _tasks(pid)}
+    pending = {task: "" for pid in pids for task in _tasks(pid)}
     ran, looked = 0.0, None
     while pending and time.monotonic() < deadline:
         now = time.monotonic()
         if looked is not None:
-            ran += (now - looked) * len(pending)  # each found running at the last look ran until about now
+            # each found running at the last look ran until about now
+            ran += (now - looked) * sum(state in ("R", "D") for state in pending.values())
         looked = now
-        pending = {task for task in pending if _state(task) not in (None, "T", "t", "Z", "X")}
+        pending = {task: state for task in pending if (state := _state(task)) not in (None, "T", "t", "Z", "X")}
         if pending:
             time.sleep(0.0001)
     return ran

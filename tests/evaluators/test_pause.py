@@ -100,14 +100,28 @@ def test_no_beat_of_the_candidate_falls_inside_a_reference_command(tmp_path, mon
 
 def test_a_stop_says_how_long_it_waited_for_a_thread_still_in_a_system_call(monkeypatch):
     """A thread that was giving device memory back as it was stopped runs on to the end of its call; the stop waits
-    and says how long (judge/timing_plan.py waits in proportion before the reference's turn)."""
+    and says how long (judge/timing_plan.py waits in proportion before the reference's turn). A thread asleep is only
+    slow to take its signal: that does not count."""
+
+    class Clock:
+        now = 0.0
+
+        @classmethod
+        def monotonic(cls):
+            return cls.now
+
+        @classmethod
+        def sleep(cls, seconds):
+            cls.now += 1e-3  # each look 1 ms after the last
+
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
-        looks = iter(["D"] * 20)  # in an uninterruptible call for 20 looks, then stopped
+        monkeypatch.setattr(pause, "time", Clock)
+        looks = iter(["D"] * 20 + ["S"] * 20)  # in an uninterruptible call for 20 looks, asleep for 20, then stopped
         monkeypatch.setattr(pause, "_state", lambda task: next(looks, "T"))
         stopper = pause.Stopper(child.pid)
         stopper.stop()
-        assert stopper.lag_s >= 19 * 1e-4  # one thread, 19 intervals of at least 0.1 ms
+        assert stopper.lag_s == pytest.approx(20e-3)  # one thread, 20 intervals in its call
         monkeypatch.setattr(pause, "_state", lambda task: "T")
         stopper.resume()
         stopper.stop()
