@@ -25,14 +25,9 @@ mark set slow comes down), by the stop's lag summed over the threads that were s
 keeping what its checks draw until the shape's last check.
 """
 
-from contextlib import contextmanager
-
 import pytest
 
-from evaluators import EvalOptions
-from evaluators.judge import timing_plan, verdicts, wall
-from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import time_side_by_side
+from evaluators.judge.result import EvalResult
 from tests.evaluators.redteam import test_redteam_timing_order as order
 from tests.evaluators.redteam.test_redteam_timing_order import (
     CALL_MS,
@@ -43,41 +38,14 @@ from tests.evaluators.redteam.test_redteam_timing_order import (
     Device,
     FreesBeforeTheReference,
     Leftover,
-    Stopper,
     Worker,
     block_index,
     codes,
+    judged,
     made_while_clearing,
 )
-from tests.evaluators.test_side_by_side import where
 
 cuda_lock, device = order.cuda_lock, order.device  # the simulated device's fixtures
-
-SIDE_BY_SIDE = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
-
-
-def judged_in(tmp_path, reference: Worker, candidate: Worker, layout: dict = SIDE_BY_SIDE) -> EvalResult:
-    """test_redteam_timing_order.judged with the layout as a parameter: one shape timed on "cuda" (again where
-    disputed) and its verdict."""
-    options = EvalOptions(cache_dir=tmp_path)
-    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
-
-    @contextmanager
-    def quiet():
-        stopper = Stopper(reference.device)
-        stopper.stop()
-        yield stopper
-
-    args = (0, "cuda", options, memory, lambda: layout, quiet, where)
-    timings = time_side_by_side(reference, candidate, *args)
-    if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options)).disputed:
-        timings = time_side_by_side(reference, candidate, *args)
-    reference_timing, timing = timings
-    result = EvalResult(status="correct", device="cuda")
-    result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H200"}
-    assert verdicts.apply_shape_timing(result, 0, timing, reference_timing, meta, options)
-    return verdicts.summarize(result, options)
 
 
 def not_fooled(result: EvalResult) -> bool:
@@ -108,7 +76,7 @@ def test_a_mark_set_while_memory_was_cleared_does_not_let_frees_in_the_span_thro
     candidate has exited (process.wait_for_dismissed); a problem's first evaluation after another problem's on the
     same GPU, routine in a batch. (Or a candidate beside it, as made_while_clearing says.)"""
     reference = made_while_clearing(device)
-    result = judged_in(tmp_path, reference, FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))
+    result = judged(tmp_path, reference, FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))
     assert not_fooled(result), (codes(result), result.speedup, reference.drain.quickest_ms)
 
 
@@ -142,7 +110,7 @@ def test_reads_kept_slow_past_clear_s_do_not_become_the_mark(tmp_path, cuda_lock
     (device_idle.Drain.settle), and every later clearing passes it."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
     quiet_mark = list(reference.drain.quickest_ms)
-    result = judged_in(tmp_path, reference, OutlastsClearS(device, "candidate", CALL_MS, HARNESS_MS))
+    result = judged(tmp_path, reference, OutlastsClearS(device, "candidate", CALL_MS, HARNESS_MS))
     assert not_fooled(result), (codes(result), result.speedup, quiet_mark, reference.drain.quickest_ms)
 
 
@@ -174,13 +142,13 @@ def test_frees_that_end_as_the_candidate_replies_do_not_raise_the_baseline(tmp_p
     (or two evaluations of a warm reference): the mark never sees a quiet read, so the second shape is fooled too."""
     reference = made_while_clearing(device)
     attacker = FreesEndingAtTheReply(device, "candidate", CALL_MS, HARNESS_MS)
-    results = [judged_in(tmp_path, reference, attacker) for _ in range(2)]
+    results = [judged(tmp_path, reference, attacker) for _ in range(2)]
     assert all(not_fooled(result) for result in results), [(codes(r), r.speedup) for r in results]
 
 
 def test_frees_that_end_as_the_candidate_replies_are_waited_out_by_a_quiet_mark(tmp_path, cuda_lock, device):
     """The control: the same candidate beside a reference whose mark was set on a quiet device."""
-    result = judged_in(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
+    result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS),
                        FreesEndingAtTheReply(device, "candidate", CALL_MS, HARNESS_MS))  # fmt: skip
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
 
@@ -213,7 +181,7 @@ def test_frees_split_across_children_are_waited_out_by_a_quiet_mark(tmp_path, cu
     """Defended: the guard waits only 8 x one share (40 ms of an 85 ms clearing), but the drain's reads are slow until
     the clearing ends, and a quiet mark waits for them."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    result = judged_in(tmp_path, reference, FreesSplitAcrossChildren(device, "candidate", CALL_MS, HARNESS_MS))
+    result = judged(tmp_path, reference, FreesSplitAcrossChildren(device, "candidate", CALL_MS, HARNESS_MS))
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
 
 
@@ -224,7 +192,7 @@ def test_frees_split_across_children_are_waited_out_where_no_read_was_quiet(tmp_
     their sum takes as long as one free of the sum. The model's 1.25 ms/GiB of host time against 2.5 ms/GiB of
     clearing needs more than 4 ways; at the listed 0.35-0.75 ms/GiB against 1.7-2.2 ms/GiB, 2 or 3 ways would do.
     Beside a quiet mark the drain still answers (the test above): the guard alone does not."""
-    result = judged_in(tmp_path, made_while_clearing(device), FreesSplitAcrossChildren(device, "candidate", CALL_MS,
+    result = judged(tmp_path, made_while_clearing(device), FreesSplitAcrossChildren(device, "candidate", CALL_MS,
                                                                                         HARNESS_MS))  # fmt: skip
     assert not_fooled(result), (codes(result), result.speedup)
 
@@ -249,7 +217,7 @@ class FreesStraddlingTheReply(FreesBeforeTheReference):
 def test_a_free_straddling_the_reply_is_waited_out_by_a_quiet_mark(tmp_path, cuda_lock, device):
     """Defended by the drain (the guard is MIN_GUARD_S here)."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    result = judged_in(tmp_path, reference, FreesStraddlingTheReply(device, "candidate", CALL_MS, HARNESS_MS))
+    result = judged(tmp_path, reference, FreesStraddlingTheReply(device, "candidate", CALL_MS, HARNESS_MS))
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
 
 
@@ -280,7 +248,7 @@ class ReferenceThatGivesBack(Worker):
 def test_timed_apart_an_honest_candidate_is_as_fast_as_a_reference_that_keeps_its_memory(tmp_path, cuda_lock,
                                                                                           device):  # fmt: skip
     """The control: the same shape timed apart, the reference giving nothing back."""
-    result = judged_in(tmp_path, Worker(device, "reference", BIG_CALL_MS, BIG_HARNESS_MS),
+    result = judged(tmp_path, Worker(device, "reference", BIG_CALL_MS, BIG_HARNESS_MS),
                        Worker(device, "candidate", BIG_CALL_MS, BIG_HARNESS_MS), APART)  # fmt: skip
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
 
@@ -290,6 +258,6 @@ def test_timed_apart_an_honest_candidate_is_not_slowed_by_the_references_checks(
     the candidate's next block, 2 x 20 ms, runs in it: 9 of its 10 blocks slowed, the median with them).
     Assumed: the reference's allocator holds an input set and an output at the check's end (torch's caching
     allocator keeps the blocks of the inputs it drew), as its comment says of 45_Average_Pooling_2D's 17.5 GiB."""
-    result = judged_in(tmp_path, ReferenceThatGivesBack(device, "reference", BIG_CALL_MS, BIG_HARNESS_MS),
+    result = judged(tmp_path, ReferenceThatGivesBack(device, "reference", BIG_CALL_MS, BIG_HARNESS_MS),
                        Worker(device, "candidate", BIG_CALL_MS, BIG_HARNESS_MS), APART)  # fmt: skip
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.03), (codes(result), result.speedup)

@@ -199,11 +199,13 @@ class Stopper:
         pass
 
 
-def judged(tmp_path, reference: Worker, candidate: Worker) -> EvalResult:
+SIDE_BY_SIDE = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
+
+
+def judged(tmp_path, reference: Worker, candidate: Worker, layout: dict = SIDE_BY_SIDE) -> EvalResult:
     """One shape timed on "cuda" as evaluate() does (again where disputed), and its verdict."""
     options = EvalOptions(cache_dir=tmp_path)
     memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
-    layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
 
     @contextmanager
     def quiet():
