@@ -29,6 +29,11 @@ PROC = Path("/proc")
 # How long a stop may take to show in /proc (a thread in a system call stops on its way out), and how many scans
 # catch processes forked while the first were being stopped.
 SETTLE_S, SCANS = 0.2, 5
+# How long a resume waits for the continued threads to have run and gone back to waiting: a woken process is
+# scheduled only after a while on a busy host, and its command's span, timed from when it is sent, would carry that
+# delay, which the reference's never does (on the 2-core CPU VM, 0.8 ms a command: honest candidates read 0.1-0.2x of
+# their own reference one run in five).
+AWAKE_S = 0.005
 
 
 class Stopper:
@@ -65,6 +70,7 @@ class Stopper:
         _signal_group(self.root, signal.SIGCONT)
         for pid in self.signalled:
             _kill(pid, signal.SIGCONT)
+        _awake(self.signalled)
 
 
 @contextmanager
@@ -132,6 +138,14 @@ def _settle(pids: set[int]) -> float:
         if pending:
             time.sleep(0.0001)
     return ran
+
+
+def _awake(pids: set[int]) -> None:
+    """Wait (AWAKE_S at most) until every thread of `pids` has left the stop and none is waiting to run."""
+    deadline = time.monotonic() + AWAKE_S
+    tasks = [task for pid in pids for task in _tasks(pid)]
+    while time.monotonic() < deadline and any(_state(task) in ("T", "t", "R") for task in tasks):
+        time.sleep(0.00005)
 
 
 def _tasks(pid: int) -> list[Path]:

@@ -130,3 +130,40 @@ def test_a_stop_says_how_long_it_waited_for_a_thread_still_in_a_system_call(monk
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_resume_returns_once_the_threads_have_run_and_wait_again(monkeypatch):
+    """A continued process is scheduled only after a while on a busy host: the command is sent once its threads are
+    back waiting, so its span does not carry the delay (the reference's never does). A thread that never waits (a
+    spin) holds the resume AWAKE_S at most."""
+
+    class Clock:
+        now = 0.0
+
+        @classmethod
+        def monotonic(cls):
+            return cls.now
+
+        @classmethod
+        def sleep(cls, seconds):
+            cls.now += 1e-4
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        monkeypatch.setattr(pause, "time", Clock)
+        stopper = pause.Stopper(child.pid)
+        monkeypatch.setattr(pause, "_state", lambda task: "T")
+        stopper.stop()
+        looks = iter(["T", "R", "R", "S"])
+        monkeypatch.setattr(pause, "_state", lambda task: next(looks, "S"))
+        started = Clock.now
+        stopper.resume()
+        assert Clock.now - started == pytest.approx(3e-4)  # three looks found it stopped or waiting to run
+        monkeypatch.setattr(pause, "_state", lambda task: "R")
+        stopper.stop()
+        started = Clock.now
+        stopper.resume()
+        assert Clock.now - started == pytest.approx(pause.AWAKE_S, abs=2e-4)
+    finally:
+        child.kill()
+        child.wait()
