@@ -85,7 +85,6 @@ class Drain:
         "waited_ms": for other work to leave and for the reads to settle, 0.0 where neither made it wait; "idle": the
         other work left before DEADLINE_S; "reads_ms": the reads timed, the last the quiet one.
         """
-        self.reads = []
         waited, idle = wait_idle(self.probe)
         if not idle:
             return {"waited_ms": waited, "idle": False, "reads_ms": []}

@@ -98,72 +98,61 @@ def test_no_beat_of_the_candidate_falls_inside_a_reference_command(tmp_path, mon
     assert any(first < b < last for b in beats)
 
 
-def test_a_stop_says_how_long_it_waited_for_a_thread_still_in_a_system_call(monkeypatch):
+class Clock:
+    """pause.time on a simulated clock: each look at the threads (a sleep between them) moves it by `step`."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += self.step
+
+
+@pytest.fixture
+def sleeping_child():
+    """A real process to stop and continue; the tests set what its threads' states read."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    yield child
+    child.kill()
+    child.wait()
+
+
+def test_a_stop_says_how_long_it_waited_for_a_thread_still_in_a_system_call(monkeypatch, sleeping_child):
     """A thread that was giving device memory back as it was stopped runs on to the end of its call; the stop waits
     and says how long (judge/timing_plan.py waits in proportion before the reference's turn). A thread asleep is only
     slow to take its signal: that does not count."""
-
-    class Clock:
-        now = 0.0
-
-        @classmethod
-        def monotonic(cls):
-            return cls.now
-
-        @classmethod
-        def sleep(cls, seconds):
-            cls.now += 1e-3  # each look 1 ms after the last
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    try:
-        monkeypatch.setattr(pause, "time", Clock)
-        looks = iter(["D"] * 20 + ["S"] * 20)  # in an uninterruptible call for 20 looks, asleep for 20, then stopped
-        monkeypatch.setattr(pause, "_state", lambda task: next(looks, "T"))
-        stopper = pause.Stopper(child.pid)
-        stopper.stop()
-        assert stopper.lag_s == pytest.approx(20e-3)  # one thread, 20 intervals in its call
-        monkeypatch.setattr(pause, "_state", lambda task: "T")
-        stopper.resume()
-        stopper.stop()
-        assert stopper.lag_s == 0.0  # stopped at the first look
-        stopper.resume()
-    finally:
-        child.kill()
-        child.wait()
+    monkeypatch.setattr(pause, "time", Clock(1e-3))  # each look 1 ms after the last
+    looks = iter(["D"] * 20 + ["S"] * 20)  # in an uninterruptible call for 20 looks, asleep for 20, then stopped
+    monkeypatch.setattr(pause, "_state", lambda task: next(looks, "T"))
+    stopper = pause.Stopper(sleeping_child.pid)
+    stopper.stop()
+    assert stopper.lag_s == pytest.approx(20e-3)  # one thread, 20 intervals in its call
+    monkeypatch.setattr(pause, "_state", lambda task: "T")
+    stopper.resume()
+    stopper.stop()
+    assert stopper.lag_s == 0.0  # stopped at the first look
+    stopper.resume()
 
 
-def test_a_resume_returns_once_the_threads_have_run_and_wait_again(monkeypatch):
+def test_a_resume_returns_once_the_threads_have_run_and_wait_again(monkeypatch, sleeping_child):
     """A continued process is scheduled only after a while on a busy host: the command is sent once its threads are
     back waiting, so its span does not carry the delay (the reference's never does). A thread that never waits (a
     spin) holds the resume AWAKE_S at most."""
-
-    class Clock:
-        now = 0.0
-
-        @classmethod
-        def monotonic(cls):
-            return cls.now
-
-        @classmethod
-        def sleep(cls, seconds):
-            cls.now += 1e-4
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    try:
-        monkeypatch.setattr(pause, "time", Clock)
-        stopper = pause.Stopper(child.pid)
-        monkeypatch.setattr(pause, "_state", lambda task: "T")
-        stopper.stop()
-        looks = iter(["T", "R", "R", "S"])
-        monkeypatch.setattr(pause, "_state", lambda task: next(looks, "S"))
-        started = Clock.now
-        stopper.resume()
-        assert Clock.now - started == pytest.approx(3e-4)  # three looks found it stopped or waiting to run
-        monkeypatch.setattr(pause, "_state", lambda task: "R")
-        stopper.stop()
-        started = Clock.now
-        stopper.resume()
-        assert Clock.now - started == pytest.approx(pause.AWAKE_S, abs=2e-4)
-    finally:
-        child.kill()
-        child.wait()
+    clock = Clock(1e-4)
+    monkeypatch.setattr(pause, "time", clock)
+    stopper = pause.Stopper(sleeping_child.pid)
+    monkeypatch.setattr(pause, "_state", lambda task: "T")
+    stopper.stop()
+    looks = iter(["T", "R", "R", "S"])
+    monkeypatch.setattr(pause, "_state", lambda task: next(looks, "S"))
+    started = clock.now
+    stopper.resume()
+    assert clock.now - started == pytest.approx(3e-4)  # three looks found it stopped or waiting to run
+    monkeypatch.setattr(pause, "_state", lambda task: "R")
+    stopper.stop()
+    started = clock.now
+    stopper.resume()
+    assert clock.now - started == pytest.approx(pause.AWAKE_S, abs=2e-4)
