@@ -63,7 +63,9 @@ CHECKED_PER_BLOCK = 2
 # Giving 8-24 GiB of device memory back took 3-18 ms of host time, and the driver's clearing slowed reads for up to
 # 5.9 times that after the call (bench/probes/free_trace.py, H200); a call that ends before the stop is seen (about
 # 0.4 GiB in the parent's reaction time) leaves under 1 ms of it.
-LINGER_PER_LAG, MIN_GUARD_S = 8.0, 2e-3
+# No more than GUARD_CAP_S: the clearing of a whole H200's memory lasts about 0.38 s (worker/device_idle.py), and a
+# candidate keeping many threads running through its stop would otherwise hold the evaluation for their sum.
+LINGER_PER_LAG, MIN_GUARD_S, GUARD_CAP_S = 8.0, 2e-3, 1.0
 _RANDOM = secrets.SystemRandom()
 _SLEEP = time.sleep
 # The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
@@ -235,7 +237,7 @@ class Side:
 
 def _guard_s(stopper) -> float:
     """What the reference waits before its next timing command, after the candidate's stop."""
-    return max(MIN_GUARD_S, LINGER_PER_LAG * stopper.lag_s)
+    return min(max(MIN_GUARD_S, LINGER_PER_LAG * stopper.lag_s), GUARD_CAP_S)
 
 
 def _few(values) -> str:

@@ -442,3 +442,16 @@ def test_on_a_gpu_the_reference_waits_for_an_idle_device_before_each_timing_comm
         assert theirs and all(sides[i - 1] == ("reference", "drain") for i in theirs)
     # The device was idle at once: what is left is the parent's guard after each stop, MIN_GUARD_S at most each.
     assert candidate.drained_ms <= len(times) * timing_plan.MIN_GUARD_S * 1e3
+
+
+def test_the_guard_after_a_stop_follows_its_lag_between_a_floor_and_a_cap():
+    """8x what the stop waited for threads in a system call; 2 ms at least, and a candidate with many threads running
+    through its stop holds the evaluation GUARD_CAP_S at most."""
+
+    class Stopped:
+        def __init__(self, lag_s):
+            self.lag_s = lag_s
+
+    assert timing_plan._guard_s(Stopped(0.0)) == timing_plan.MIN_GUARD_S
+    assert timing_plan._guard_s(Stopped(0.01)) == pytest.approx(0.08)
+    assert timing_plan._guard_s(Stopped(100 * 0.2)) == timing_plan.GUARD_CAP_S
