@@ -98,11 +98,12 @@ def shape_band(reference: list[list[float]], candidate: list[list[float]], speed
 # KernelBench's levels 1 and 2, each reference judged as its own candidate on an H200 once neither side's timing memory
 # went back to the driver next to the other's block: of 180 shapes whose own band was under 0.5 %, 90 % read within
 # 0.3 % of 1.0 and all but two within 1.3 %. The two, 3D transposed convolutions at 0.945x and 0.958x (1.03x and 1.00x
-# in another run), are left outside: a floor as wide as them would hide every other change. A launch's cost on the
-# device is fixed per process and spread 1.88-2.16 us between fresh processes on an H100, and a launch takes at least
-# about 3 us to issue on the host: at those extremes, a tenth of the issue time. On the H200 the 28 shapes whose issue
-# time was over a tenth of the call read within 1.23 % of 1.0, which a twentieth covers. Fitted on one run; not yet
-# tried on an H100.
+# in another run), are left outside: a floor as wide as them would hide every other change. Their cuDNN kernel, one plan
+# and one launch, runs up to 38 % apart by the memory state its process met (bench/probes/memory_state.py). A
+# launch's cost on the device is fixed per process and spread 1.88-2.16 us between fresh processes on an H100, and a
+# launch takes at least about 3 us to issue on the host: at those extremes, a tenth of the issue time. On the H200 the
+# 28 shapes whose issue time was over a tenth of the call read within 1.23 % of 1.0, which a twentieth covers. Fitted
+# on one run (another, at d9b0dbd, left 97 % of level 1 and 96 % of level 2 within 2 %); not yet tried on an H100.
 PROCESS_BASE, LAUNCH_SHARE = 0.01, 0.05
 
 
