@@ -1,14 +1,16 @@
 """`python -m evaluators.batch --suite SPEC --candidates DIR`: judge a folder of ready candidates, no LLM at all.
 
 Candidates are matched to problems by file name: KernelBench's `level_L_problem_N_sample_S_kernel.py` (as its
-eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`.
-Verdicts go to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md
-and OUT/suite.json. A correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible,
-timing_disputed, side_stream, problem_changed) gets one, submitted through the same executor the moment its first
-result is in; the slower of the two measurements counts where it clears the first, and otherwise the candidate stays
-set aside. Its first evaluation is kept at once, so a re-run runs only the strict one; the line that follows keeps
-both. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2
-for bad usage, a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is kept).
+eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`. Verdicts go
+to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md and OUT/suite.json. A
+correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible, timing_disputed,
+side_stream, problem_changed) gets one, submitted through the same executor the moment its first result is in, and so
+does every correct candidate whose band excludes no change but ends within reach of it (a speedup or a slowdown,
+whatever set it aside), to confirm it in other processes. Where the strict run holds, the two count together (the
+figures of the one nearer no change, a band spanning both: evaluators/judge/strict.py); otherwise the candidate is set
+aside. Its first evaluation is kept at once, so a re-run runs only the strict one; the line that follows keeps both.
+`--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for bad
+usage, a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is kept).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Judged:
     @property
     def awaits_strict(self) -> bool:
         """Its first evaluation is due a strict re-evaluation that has not run (or whose run was lost)."""
-        return self.first is not None and self.strict is None and recheck_due(self.first)
+        return self.first is not None and self.strict is None and recheck_due(self.first, every_change=True)
 
 
 def read_results(path: Path) -> dict[str, Judged]:
@@ -198,9 +200,9 @@ def judge(
                 return not_judged(key, f"evaluation failed: {type(error).__name__}: {_first_line(error)}")
             row = row_from_result(key, result)
             log.append(row, result)  # a due strict run's first result too: a re-run then runs only the strict one
-            if not recheck_due(result):
+            if not recheck_due(result, every_change=True):
                 return row
-            say(key, row, " (set aside: strict re-evaluation submitted)")
+            say(key, row, " (strict re-evaluation submitted)")
             recheck(key, result)
             return None
 
@@ -211,7 +213,7 @@ def judge(
                 row = row_from_result(key, first)
                 failed = f"{type(error).__name__}: {_first_line(error)}"
                 why = f"its strict re-evaluation failed ({failed}; a re-run retries it)"
-                return row.model_copy(update={"set_aside": f"{row.set_aside}; {why}"})
+                return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
             row = row_from_result(key, first, strict=result)
             log.append(row, first, result)
             return row

@@ -1,9 +1,11 @@
-"""Quarantine: a correct candidate with a hard flag is set aside until one strict re-evaluation clears it.
+"""Quarantine: a flagged candidate is set aside until one strict re-evaluation clears it; a narrow gain, confirmed.
 
-Set aside, a candidate is never the best kernel, a base for the selector or the report's headline; its record
-keeps both evaluations and says why (or that the strict run cleared it). Which results get a strict run, with what
-options, and whether it clears the first is the evaluator's rule (`evaluators.judge.strict`); the graph decides
-where the run goes (the run's executor) and what the archive keeps.
+Set aside, a candidate is never the best kernel, a base for the selector or the report's headline; its record keeps both
+evaluations and says why (or that the strict run cleared it). A significant gain two processes could have made gets a
+strict run in other processes too, and one it does not repeat counts as what the two runs vouch for together
+(`kernels.archive.two_runs`): within noise. Which results get a strict run, with what options, and whether it clears the
+first is the evaluator's rule (`evaluators.judge.strict`); the graph decides where the run goes (the run's executor) and
+what the archive keeps.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from kernels.problem_types import Problem
 
 
 def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result: dict) -> dict:
-    """The one strict re-evaluation of a candidate set aside by clearable flags, as a dict; {} when none is due.
+    """The one strict re-evaluation of a candidate due one (clearable flags, a gain to confirm); {} when none is.
 
     It goes through the run's executor like every other evaluation (local, or the cluster).
     """
@@ -32,17 +34,16 @@ def record_fields(result: dict, strict: dict) -> dict:
     if not correct:  # nothing to trust or distrust (and not always an evaluation: an edit off its anchors)
         return fields | {"speedup": None, "runtime_ms": result.get("runtime_ms")}
     standing = strict_rule.standing(_result(result), _result(strict) if strict else None)
-    measured = strict if standing.measured.strict else result  # cleared: the slower of the two runs counts
     return fields | {
-        "speedup": measured.get("speedup"),
-        "runtime_ms": measured.get("runtime_ms"),
+        "speedup": standing.measured.speedup,
+        "runtime_ms": standing.measured.runtime_ms,
         "set_aside": standing.set_aside,
         "cleared_by_strict": standing.cleared,
     }
 
 
 def recheck_due(result: dict) -> bool:
-    """A correct result set aside only by flags a strict re-evaluation may clear."""
+    """A correct result set aside only by flags a strict re-evaluation may clear, or with a gain to confirm."""
     return result.get("status") == "correct" and strict_rule.recheck_due(_result(result))
 
 

@@ -8,8 +8,9 @@ Contract (used by `agents/` and `graph/`):
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
   `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `measured` (the evaluation whose
-  figures count: where the strict one cleared the first, the one of the two with the lesser speedup). A record set
-  aside is never best, base or headline; records from before these fields read as not set aside.
+  figures count: where the strict one cleared the first, the one of the two with the lesser speedup; where it
+  confirmed a first nothing set aside, what the two vouch for together, `two_runs`). A record set aside is never best,
+  base or headline; records from before these fields read as not set aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
   `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
@@ -20,6 +21,7 @@ Contract (used by `agents/` and `graph/`):
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,6 +48,31 @@ def first_run_counts(first: float | None, strict: float | None) -> bool:
     this rule too.
     """
     return first is not None and strict is not None and first < strict
+
+
+def two_runs(first: dict, second: dict) -> dict:
+    """What two correct runs of one candidate, each in processes of its own, vouch for together (a result's dict).
+
+    The figures are those of the run nearer no change, its band widened to span both runs' bands: the change is
+    significant only where both bands exclude 1.0 on the same side. A run's band sees only its own processes, and the
+    same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md): a change one run shows and the next does not is
+    not vouched for. Kept as the better of two, a lucky draw would buy a second chance at the noise. Where a run has no
+    figure, the other's counts; where either has no band, neither does the pair. For a strict run that confirms a first
+    nothing set aside (a flagged first's figures are not vouched for: first_run_counts); evaluators.judge.strict decides
+    by this rule too.
+    """
+    if first.get("speedup") is None or second.get("speedup") is None:
+        return first if second.get("speedup") is None else second
+    nearer = first if _from_one(first["speedup"]) <= _from_one(second["speedup"]) else second
+    bands = first.get("speedup_band"), second.get("speedup_band")
+    if None in bands:
+        return nearer | {"speedup_band": None, "significant": None}
+    low, high = min(band[0] for band in bands), max(band[1] for band in bands)
+    return nearer | {"speedup_band": [low, high], "significant": not low <= 1.0 <= high}
+
+
+def _from_one(speedup: float) -> float:
+    return abs(math.log(speedup)) if speedup > 0 else math.inf
 
 
 class CandidateRecord(BaseModel):
@@ -76,11 +103,21 @@ class CandidateRecord(BaseModel):
 
     @property
     def measured(self) -> dict:
-        """The evaluation whose figures count (`speedup` is its): `eval`, or the slower of two (first_run_counts)."""
-        if not (self.cleared_by_strict and self.strict_eval):
-            return self.eval
-        first_counts = first_run_counts(self.eval.get("speedup"), self.strict_eval.get("speedup"))
-        return self.eval if first_counts else self.strict_eval
+        """The evaluation whose figures count (`speedup` is its): `eval`, or what it and its strict run vouch for.
+
+        Cleared by a strict run, the slower of the two (first_run_counts); confirmed by a correct one, the two together
+        (two_runs).
+        """
+        if self.cleared_by_strict and self.strict_eval:
+            first_counts = first_run_counts(self.eval.get("speedup"), self.strict_eval.get("speedup"))
+            return self.eval if first_counts else self.strict_eval
+        if (
+            self.set_aside is None
+            and self.strict_eval.get("status") == "correct"
+            and self.eval.get("status") == "correct"
+        ):
+            return two_runs(self.eval, self.strict_eval)
+        return self.eval
 
     @property
     def is_eligible(self) -> bool:

@@ -350,6 +350,24 @@ def test_a_changed_candidate_awaiting_its_strict_run_is_judged_afresh(tmp_path, 
     assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3)]
 
 
+def test_a_significant_change_within_reach_of_two_processes_is_confirmed_before_the_suite_counts_it(
+    tmp_path, monkeypatch
+):
+    # A reference judged as itself read 1.04x (band 1.01-1.07) in one pair of processes and 1.00x in another.
+    first = verdict(1.04, "no_custom_kernel")
+    first.speedup_band, first.significant = (1.01, 1.07), True
+    again = verdict(1.0, "no_custom_kernel", strict=True)
+    again.speedup_band, again.significant = (0.98, 1.02), False
+    verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": again})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3), ("2_Relu", True, 5)]
+    row = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert row["rechecked"] and row["set_aside"].startswith("no_custom_kernel")
+    assert row["speedup"] == 1.0 and row["speedup_band"] == [0.98, 1.07]  # no significant change
+
+
 class GatedExecutor:
     """An injected executor: the slow problem's first evaluation finishes only once a strict run has been submitted.
 

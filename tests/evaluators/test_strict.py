@@ -7,8 +7,11 @@ from evaluators.judge.result import EvalResult
 from evaluators.judge.strict import STRICT_TRIALS, Standing, clears, recheck_due, standing, strict_options
 
 
-def result(speedup: float | None, *codes: str, status: str = "correct", strict: bool = False, message: str = ""):
+def result(speedup: float | None, *codes: str, status: str = "correct", strict: bool = False, message: str = "",
+           band: tuple[float, float] | None = None):  # fmt: skip
     flagged = EvalResult(status=status, speedup=speedup, strict=strict, message=message)
+    if band is not None:
+        flagged.speedup_band, flagged.significant = tuple(band), not band[0] <= 1.0 <= band[1]
     for code in codes:
         flagged.flag(code, f"{code} happened")
     return flagged
@@ -50,12 +53,12 @@ def test_a_strict_correct_result_not_set_aside_clears_and_its_measurement_counts
     assert standing(first, strict) == Standing(measured=strict, set_aside=None, cleared=True, rechecked=True)
 
 
-def test_a_cleared_candidate_counts_the_lesser_of_its_two_speedups():
+def test_a_cleared_candidate_counts_the_run_nearer_no_change():
     # The first's figure is the parent's where its timer was disputed: clearing says the flag did not come back.
     first, strict = result(1.4, "timing_disputed"), result(3.0, strict=True)
     assert standing(first, strict) == Standing(measured=first, set_aside=None, cleared=True, rechecked=True)
     unmeasured = result(None, "timing_disputed")  # no figure to weigh: the strict one counts
-    assert standing(unmeasured, strict).measured is strict
+    assert standing(unmeasured, strict).measured == strict
 
 
 @pytest.mark.parametrize(
@@ -80,3 +83,62 @@ def test_without_a_strict_run_the_first_stands():
     unclearable = standing(result(3.0, "no_custom_kernel"), result(3.0, strict=True))
     assert not unclearable.cleared and unclearable.set_aside.endswith("(no strict re-evaluation clears this)")
     assert standing(result(1.5)).set_aside is None
+
+
+@pytest.mark.parametrize(
+    ("first", "graph", "suite"),
+    [
+        (result(1.3, band=(1.25, 1.35)), True, True),  # a gain: confirmed before it counts
+        (result(1.02, band=(0.97, 1.07)), False, False),  # within noise: nothing to confirm
+        (result(0.9, band=(0.85, 0.95)), False, True),  # a slowdown: no gain for the graph, a change for a suite
+        (result(1.04, "no_custom_kernel", band=(1.01, 1.07)), False, True),  # set aside for good: a suite's identity
+        (result(1.3), False, False),  # no band, no gain
+        (result(7.0, band=(6.5, 7.5)), False, False),  # beyond what two processes were seen to differ by
+        (result(0.02, band=(0.01, 0.03)), False, False),  # an interpreter's slowdown on the CPU, likewise
+    ],
+)
+def test_a_significant_change_is_due_a_confirming_run(first, graph, suite):
+    assert recheck_due(first) is graph
+    assert recheck_due(first, every_change=True) is suite
+
+
+def test_a_gain_the_confirming_run_does_not_repeat_is_no_gain():
+    held = standing(result(1.3, band=(1.25, 1.35)), result(1.02, strict=True, band=(0.99, 1.05)))
+    assert held.set_aside is None and not held.cleared and held.rechecked
+    assert held.measured.speedup == 1.02 and held.measured.speedup_band == (0.99, 1.35)
+    assert held.measured.significant is False
+
+
+def test_a_gain_both_runs_show_counts_at_the_lesser_figure_with_both_bands():
+    held = standing(result(1.3, band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32)))
+    assert held.measured.speedup == 1.28 and held.measured.speedup_band == (1.24, 1.35) and held.measured.significant
+
+
+def test_runs_that_disagree_on_the_direction_show_no_change():
+    held = standing(
+        result(1.05, band=(1.02, 1.08)),
+        result(0.97, strict=True, band=(0.94, 0.99)),
+    )
+    assert held.measured.speedup == 0.97 and held.measured.speedup_band == (0.94, 1.08)
+    assert held.measured.significant is False
+
+
+@pytest.mark.parametrize(
+    ("strict", "says"),
+    [
+        (result(0.0, status="incorrect", strict=True, message="trial 4 differs"), "trial 4 differs"),
+        (result(1.3, "timing_disputed", strict=True, band=(1.2, 1.4)), "timing_disputed happened"),
+        (result(1.3, band=(1.25, 1.35)), "was not strict"),
+    ],
+)
+def test_a_confirming_run_that_does_not_hold_sets_the_gain_aside(strict, says):
+    first = result(1.3, band=(1.25, 1.35))
+    held = standing(first, strict)
+    assert held.set_aside.startswith("its confirming") and says in held.set_aside and held.measured == first
+
+
+def test_a_suites_row_set_aside_for_good_still_gets_its_change_confirmed():
+    first = result(1.03, "no_custom_kernel", band=(1.01, 1.05))
+    held = standing(first, result(1.0, "no_custom_kernel", strict=True, band=(0.99, 1.01)))
+    assert held.set_aside.endswith("(no strict re-evaluation clears this)")
+    assert held.measured.speedup == 1.0 and held.measured.significant is False

@@ -26,15 +26,25 @@ def correct(speedup: float, band: tuple[float, float]) -> EvalResult:
 
 
 class FakeEvaluations:
-    """The seed at 1.0x; then a candidate 2 % faster inside its band; then one 30 % faster beyond it."""
+    """The seed at 1.0x; then a candidate 2 % faster inside its band; then one 30 % faster beyond it.
 
-    def __init__(self):
+    A strict run (the confirmation a gain within reach of two processes gets) repeats the first by default, or reads
+    as `confirmations` says.
+    """
+
+    def __init__(self, confirmations: list[EvalResult] | None = None):
         self.results = [correct(1.02, (0.97, 1.07)), correct(1.3, (1.25, 1.35))]
+        self.confirmations = confirmations or []
+        self.last: dict[str, EvalResult] = {}
 
     def __call__(self, problem, source, device="auto", options=None):
+        if options is not None and options.strict:
+            again = self.confirmations.pop(0) if self.confirmations else self.last[source].model_copy()
+            return again.model_copy(update={"strict": True})
         if source == SEED:
             return correct(1.0, (0.96, 1.04))
-        return self.results.pop(0) if self.results else correct(0.9, (0.85, 0.95))
+        self.last[source] = self.results.pop(0) if self.results else correct(0.9, (0.85, 0.95))
+        return self.last[source]
 
 
 @pytest.fixture
@@ -61,6 +71,17 @@ def test_a_gain_beyond_the_noise_band_is_the_new_best(tmp_path, fake):
     assert best.speedup == 1.3 and read_summary(run_dir)["best_speedup"] == 1.3
     assert shape_leaders(archive)["s"] is best
     assert "noise band" in archive_summary(archive)
+
+
+def test_a_gain_its_confirming_run_does_not_repeat_is_not_a_new_best(tmp_path, monkeypatch):
+    # The 1.3x of the second candidate is within what two processes can differ by: a strict run in others reads 1.01x.
+    monkeypatch.setattr(evaluators, "evaluate", FakeEvaluations([correct(1.01, (0.98, 1.04))]))
+    run_dir = tmp_path / "unconfirmed"
+    assert cli(*SHORT, "--iterations", "2", "--out", str(run_dir)) == 0
+    archive = Archive(run_dir / ARCHIVE_FILE)
+    lucky = next(r for r in archive.records if r.strict_eval)
+    assert lucky.speedup == 1.01 and lucky.set_aside is None and lucky.measured["speedup_band"] == [0.98, 1.35]
+    assert lab.best_kernel(archive).status == "seed" and read_summary(run_dir)["best_speedup"] == 1.0
 
 
 def test_a_record_cleared_by_a_strict_run_is_judged_by_that_runs_band():
