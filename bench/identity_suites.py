@@ -7,12 +7,12 @@ PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is co
 reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
 Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but `no_custom_kernel`
 (the reference has no kernel of its own), other hard flags, speedups read as significant (the noise band excludes 1.0,
-after the batch's strict run confirmed a change within reach of two processes: an honest evaluator says none), the share
-of timed problems whose band's half-width is at most 2 %, the median half-width, the median of the process floor the
-bands hold (judge/bands.py) and of the half-width before it (the blocks' own band, `band_within`: what a floor of
-another size would be added to), the extreme speedups, and the wall time; then the failures, flags, significant speedups
-and the five slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level 4 is left
-out: its problems load model weights from a hub, which the machines measured on cannot reach.
+once the batch's strict run in other processes confirmed it: an honest evaluator says none), the share of timed problems
+whose band's half-width is at most 2 %, the median half-width, the median of the process floor the bands hold
+(judge/bands.py) and of the half-width before it (the blocks' own band, `band_within`: what a floor of another size
+would be added to), the extreme speedups, and the wall time; then the failures, flags, significant speedups and the five
+slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level 4 is left out: its
+problems load model weights from a hub, which the machines measured on cannot reach.
 """
 
 from __future__ import annotations

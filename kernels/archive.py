@@ -7,10 +7,10 @@ Contract (used by `agents/` and `graph/`):
   "reference"), `speedup`, `runtime_ms`, `eval` (an `EvalResult.model_dump()`: kernels imports nothing of
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
-  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `measured` (the evaluation whose
-  figures count: where the strict one cleared the first, the one of the two with the lesser speedup; where it
-  confirmed a first nothing set aside, what the two vouch for together, `two_runs`). A record set aside is never best,
-  base or headline; records from before these fields read as not set aside.
+  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `counted` and `measured` (the
+  figures that count: the first evaluation's, or where a strict run cleared or confirmed it, the two together,
+  `two_runs`). A record set aside is never best, base or headline; records from before these fields read as not set
+  aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
   `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
@@ -39,40 +39,43 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def first_run_counts(first: float | None, strict: float | None) -> bool:
-    """Of a candidate a strict re-evaluation cleared, whether its first run's speedup counts: the lesser one does.
-
-    Each figure is what its own run's clock vouched for, and clearing says no flag came back, not that the first
-    figure was wrong: the first's is the parent's where its timer was disputed. Kept as the better of two, a flag would
-    buy a second draw of the noise. The strict run's counts where either has none. evaluators.judge.strict decides by
-    this rule too.
-    """
-    return first is not None and strict is not None and first < strict
-
-
 def two_runs(first: dict, second: dict) -> dict:
     """What two correct runs of one candidate, each in processes of its own, vouch for together (a result's dict).
 
-    The figures are those of the run nearer no change, its band widened to span both runs' bands: the change is
-    significant only where both bands exclude 1.0 on the same side. A run's band sees only its own processes, and the
-    same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md): a change one run shows and the next does not is
-    not vouched for. Kept as the better of two, a lucky draw would buy a second chance at the noise. Where a run has no
-    figure, the other's counts; where either has no band, neither does the pair. For a strict run that confirms a first
-    nothing set aside (a flagged first's figures are not vouched for: first_run_counts); evaluators.judge.strict decides
+    The figures are those of the run with the lesser speedup, and every band, the whole's and each shape's, spans both
+    runs' bands: a change is significant only where both runs' bands exclude 1.0 on the same side. A run's band sees
+    only its own processes, and the same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md); kept as the better
+    of two, a flag or a lucky draw would buy a second draw of the noise. A run with no finite, positive figure leaves
+    the other's; a band missing or malformed in either run leaves the pair without one. evaluators.judge.strict decides
     by this rule too.
     """
-    if first.get("speedup") is None or second.get("speedup") is None:
-        return first if second.get("speedup") is None else second
-    nearer = first if _from_one(first["speedup"]) <= _from_one(second["speedup"]) else second
-    bands = first.get("speedup_band"), second.get("speedup_band")
-    if None in bands:
-        return nearer | {"speedup_band": None, "significant": None}
-    low, high = min(band[0] for band in bands), max(band[1] for band in bands)
-    return nearer | {"speedup_band": [low, high], "significant": not low <= 1.0 <= high}
+    if not _figure(first.get("speedup")) or not _figure(second.get("speedup")):
+        return second if _figure(second.get("speedup")) else first
+    lesser, other = (first, second) if first["speedup"] <= second["speedup"] else (second, first)
+    band = _spanning(lesser.get("speedup_band"), other.get("speedup_band"))
+    others = {shape.get("name"): shape for shape in other.get("shapes") or []}
+    shapes = [
+        shape
+        | {"speedup_band": _spanning(shape.get("speedup_band"), others.get(shape.get("name"), {}).get("speedup_band"))}
+        for shape in lesser.get("shapes") or []
+    ]
+    significant = None if band is None else not band[0] <= 1.0 <= band[1]
+    return lesser | {"speedup_band": band, "significant": significant, "shapes": shapes}
 
 
-def _from_one(speedup: float) -> float:
-    return abs(math.log(speedup)) if speedup > 0 else math.inf
+def _figure(speedup) -> bool:
+    return isinstance(speedup, int | float) and math.isfinite(speedup) and speedup > 0
+
+
+def _spanning(band, other) -> list[float] | None:
+    """The band spanning both, or None where either is missing or is not two finite ends in order."""
+    if not (_valid(band) and _valid(other)):
+        return None
+    return [min(band[0], other[0]), max(band[1], other[1])]
+
+
+def _valid(band) -> bool:
+    return band is not None and len(band) == 2 and all(map(math.isfinite, band)) and band[0] <= band[1]
 
 
 class CandidateRecord(BaseModel):
@@ -95,6 +98,9 @@ class CandidateRecord(BaseModel):
     set_aside: str | None = Field(None, description="why a correct candidate's speed is not trusted (hard flags)")
     cleared_by_strict: bool = Field(False, description="a strict re-evaluation cleared its first evaluation")
     strict_eval: dict = Field(default_factory=dict, description="the strict re-evaluation's result, if one ran")
+    counted: dict = Field(
+        default_factory=dict, description="the figures that count: `eval`, or it and `strict_eval` together (two_runs)"
+    )
 
     @property
     def is_correct(self) -> bool:
@@ -103,19 +109,13 @@ class CandidateRecord(BaseModel):
 
     @property
     def measured(self) -> dict:
-        """The evaluation whose figures count (`speedup` is its): `eval`, or what it and its strict run vouch for.
+        """The evaluation whose figures count (`speedup` is its): `counted`, as the evaluator's strict rule decided.
 
-        Cleared by a strict run, the slower of the two (first_run_counts); confirmed by a correct one, the two together
-        (two_runs).
+        Records from before `counted` read `eval`, or where a strict run cleared them, the two runs together.
         """
+        if self.counted:
+            return self.counted
         if self.cleared_by_strict and self.strict_eval:
-            first_counts = first_run_counts(self.eval.get("speedup"), self.strict_eval.get("speedup"))
-            return self.eval if first_counts else self.strict_eval
-        if (
-            self.set_aside is None
-            and self.strict_eval.get("status") == "correct"
-            and self.eval.get("status") == "correct"
-        ):
             return two_runs(self.eval, self.strict_eval)
         return self.eval
 

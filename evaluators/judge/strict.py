@@ -1,15 +1,16 @@
 """The strict re-evaluation's rule: which results get one, what it runs with, and what the two runs add up to.
 
 One strict re-evaluation (timed as the first is, every output it holds checked, more trials, its reference and its
-candidate in processes of their own) is due for a correct result set aside only by hard flags it may clear
-(`flags.strict_can_clear`), and for one whose band excludes no change but ends within PROCESS_REACH of it: a run's band
-sees only its own two processes, and the same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md), so such a
-change counts once another pair of processes confirms it. The graph confirms gains of candidates nothing set aside; a
-suite, which reports changes both ways, confirms every significant one. Only a strict run that is correct and not set
-aside clears a flagged first (then the lesser speedup counts, with its own run's figures) or confirms an unflagged one
-(then the two count together, `kernels.archive.two_runs`: the figures of the run nearer no change, its band spanning
-both). Otherwise the candidate is set aside, and the reason says what the strict run found. The graph's quarantine and
-the evaluate-only batch both decide by these functions; where the evaluation runs is theirs to choose.
+candidate in processes other than the first's) is due for a correct result set aside only by hard flags it may clear
+(`flags.strict_can_clear`), and for a significant change to confirm: a run's band sees only its own two processes, and
+the same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md). The graph confirms every significant gain of a
+candidate nothing set aside, since the bar it is weighed against (the best so far, a parent) may be anywhere; a suite
+confirms every significant gain (fast_p weighs it against 1 and 2) and every significant slowdown within
+PROCESS_REACH of no change, set aside or not. Only a strict run that is correct and not set aside clears a flagged
+first or confirms an unflagged one; then the two count together (`kernels.archive.two_runs`: the figures of the run
+with the lesser speedup, every band spanning both runs'). Otherwise the candidate is set aside, and the reason says
+what the strict run found. The graph's quarantine and the evaluate-only batch both decide by these functions; where
+the evaluation runs is theirs to choose.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from evaluators.judge.flags import strict_can_clear
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
-from kernels.archive import first_run_counts, two_runs
+from kernels.archive import two_runs
 
 STRICT_TRIALS = 5  # the loop's and the batch's evaluations run 3 correctness trials by default
 
@@ -31,15 +32,15 @@ def strict_options(options: EvalOptions | None = None) -> EvalOptions:
 
 
 # The most two processes were seen to move one call (the same cuDNN kernel 1.38x apart, bench/probes/memory_state.py):
-# a change whose band ends nearer no change than this may be the processes' doing; one beyond it cannot be.
+# a slowdown whose band ends farther from no change than this cannot be the processes' doing.
 PROCESS_REACH = 1.4
 
 
 def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
     """Whether `first` gets one strict run: set aside only by flags it may clear, or a significant change to confirm.
 
-    The change confirmed is one whose band ends within PROCESS_REACH of no change: a gain of a candidate nothing set
-    aside, or with `every_change` (a suite's) a gain or a slowdown, whatever set it aside.
+    Confirmed: a gain of a candidate nothing set aside, or with `every_change` (a suite's) any significant gain and a
+    slowdown within PROCESS_REACH of no change, whatever set it aside.
     """
     if first.status != "correct":
         return False
@@ -48,10 +49,9 @@ def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
     if not first.significant or first.speedup_band is None:
         return False
     low, high = first.speedup_band
-    gain = low > 1.0
-    if not (low < PROCESS_REACH if gain else high > 1 / PROCESS_REACH):
-        return False
-    return every_change or (gain and not first.set_aside)
+    if low > 1.0:
+        return every_change or not first.set_aside
+    return every_change and high > 1 / PROCESS_REACH
 
 
 def _clearable(first: EvalResult) -> bool:
@@ -82,17 +82,15 @@ class Standing:
 def standing(first: EvalResult, strict: EvalResult | None = None) -> Standing:
     """The candidate's standing after its first evaluation and, where one ran, its strict re-evaluation.
 
-    Cleared, the lesser of the two runs' speedups counts with its own run's figures. Otherwise the two runs' figures
-    count together wherever both were correct and no flag a strict run may clear disputes either's (a suite's rows set
-    aside for good still get their change confirmed); the flags decide the rest.
+    The two runs count together (two_runs) where the strict one cleared the first, or, both correct and neither
+    flagged in a way a strict run may clear, wherever it ran (a suite's rows set aside for good still get their change
+    confirmed); the flags decide the rest.
     """
     if strict is None or first.status != "correct":
         return Standing(first, first.set_aside and _why(first, strict), False, strict is not None)
     cleared = clears(first, strict)
     measured = first
-    if cleared:
-        measured = first if first_run_counts(first.speedup, strict.speedup) else strict
-    elif not _clearable(first) and strict.strict and strict.status == "correct" and not _clearable(strict):
+    if cleared or (strict.strict and strict.status == "correct" and not (_clearable(first) or _clearable(strict))):
         measured = EvalResult.model_validate(two_runs(first.model_dump(mode="json"), strict.model_dump(mode="json")))
     if first.set_aside:
         reason = None if cleared else _why(first, strict)

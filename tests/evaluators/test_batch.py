@@ -315,6 +315,28 @@ def test_a_strict_run_lost_is_run_again_on_a_rerun_and_the_first_never_is(tmp_pa
     assert verdicts.calls == []
 
 
+def test_a_confirming_run_that_does_not_fit_is_the_machines_and_a_rerun_retries_it(tmp_path, monkeypatch):
+    first = verdict(1.2)
+    first.speedup_band, first.significant = (1.1, 1.3), True
+    crowded = verdict(None, status="does_not_fit", strict=True)
+    verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": crowded})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"].startswith("its strict re-evaluation did not fit")
+    assert [line["strict"] for line in lines(out)] == [None, None]  # nothing final was kept of it
+
+    verdicts.calls.clear()
+    again = verdict(1.19, strict=True)
+    again.speedup_band, again.significant = (1.12, 1.26), True
+    verdicts.strict["2_Relu"] = again
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == [("2_Relu", True, 5)]
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"] is None and relu["speedup"] == 1.19 and relu["speedup_band"] == [1.1, 1.3]
+
+
 def test_an_evaluation_not_judged_is_a_failure_row_that_a_rerun_judges(tmp_path, monkeypatch):
     from evaluators.judge.evaluate import EnvironmentFailure
 

@@ -3,7 +3,7 @@
 import pytest
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.result import EvalResult
+from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.strict import STRICT_TRIALS, Standing, clears, recheck_due, standing, strict_options
 
 
@@ -53,7 +53,7 @@ def test_a_strict_correct_result_not_set_aside_clears_and_its_measurement_counts
     assert standing(first, strict) == Standing(measured=strict, set_aside=None, cleared=True, rechecked=True)
 
 
-def test_a_cleared_candidate_counts_the_run_nearer_no_change():
+def test_a_cleared_candidate_counts_the_lesser_of_its_two_speedups():
     # The first's figure is the parent's where its timer was disputed: clearing says the flag did not come back.
     first, strict = result(1.4, "timing_disputed"), result(3.0, strict=True)
     assert standing(first, strict) == Standing(measured=first, set_aside=None, cleared=True, rechecked=True)
@@ -93,8 +93,8 @@ def test_without_a_strict_run_the_first_stands():
         (result(0.9, band=(0.85, 0.95)), False, True),  # a slowdown: no gain for the graph, a change for a suite
         (result(1.04, "no_custom_kernel", band=(1.01, 1.07)), False, True),  # set aside for good: a suite's identity
         (result(1.3), False, False),  # no band, no gain
-        (result(7.0, band=(6.5, 7.5)), False, False),  # beyond what two processes were seen to differ by
-        (result(0.02, band=(0.01, 0.03)), False, False),  # an interpreter's slowdown on the CPU, likewise
+        (result(7.0, band=(6.5, 7.5)), True, True),  # a gain is weighed against bars anywhere (a best at 6x)
+        (result(0.02, band=(0.01, 0.03)), False, False),  # an interpreter's slowdown on the CPU: no process makes it
     ],
 )
 def test_a_significant_change_is_due_a_confirming_run(first, graph, suite):
@@ -109,7 +109,7 @@ def test_a_gain_the_confirming_run_does_not_repeat_is_no_gain():
     assert held.measured.significant is False
 
 
-def test_a_gain_both_runs_show_counts_at_the_lesser_figure_with_both_bands():
+def test_a_gain_both_runs_show_counts_at_the_lesser_figure_within_both_bands():
     held = standing(result(1.3, band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32)))
     assert held.measured.speedup == 1.28 and held.measured.speedup_band == (1.24, 1.35) and held.measured.significant
 
@@ -142,3 +142,44 @@ def test_a_suites_row_set_aside_for_good_still_gets_its_change_confirmed():
     held = standing(first, result(1.0, "no_custom_kernel", strict=True, band=(0.99, 1.01)))
     assert held.set_aside.endswith("(no strict re-evaluation clears this)")
     assert held.measured.speedup == 1.0 and held.measured.significant is False
+
+
+def test_a_flag_in_the_first_run_buys_no_narrower_band_than_a_clean_one():
+    # Cleared or confirmed, the same two runs add up to the same: the flag is no way to keep the first run's band alone.
+    runs = (1.15, (1.1, 1.2)), (1.3, (0.95, 1.5))
+    flagged = standing(
+        result(runs[0][0], "side_stream", band=runs[0][1]), result(runs[1][0], strict=True, band=runs[1][1])
+    )
+    clean = standing(result(runs[0][0], band=runs[0][1]), result(runs[1][0], strict=True, band=runs[1][1]))
+    assert flagged.cleared and not clean.cleared
+    assert flagged.measured.speedup_band == clean.measured.speedup_band == (0.95, 1.5)
+    assert flagged.measured.significant is clean.measured.significant is False
+
+
+def test_runs_either_side_of_no_change_count_at_the_slower():
+    held = standing(result(1.3, band=(1.2, 1.4)), result(0.7, strict=True, band=(0.65, 0.75)))
+    assert held.measured.speedup == 0.7 and held.measured.speedup_band == (0.65, 1.4) and not held.measured.significant
+
+
+def test_each_shapes_band_spans_both_runs():
+    first, again = result(1.3, band=(1.25, 1.35)), result(1.2, strict=True, band=(0.95, 1.6))
+    first.shapes = [ShapeResult(name="s", kind="benchmark", status="correct", speedup=1.15, speedup_band=(1.1, 1.2))]
+    again.shapes = [ShapeResult(name="s", kind="benchmark", status="correct", speedup=1.0, speedup_band=(0.9, 1.1))]
+    (shape,) = standing(first, again).measured.shapes
+    assert shape.speedup == 1.0 and shape.speedup_band == (0.9, 1.2)
+
+
+@pytest.mark.parametrize("bad", [(float("nan"), 1.3), (1.3, float("inf")), (1.4, 1.2)])
+def test_a_malformed_band_in_either_run_leaves_the_pair_without_one(bad):
+    good = (1.25, 1.35)
+    for first_band, strict_band in ((good, bad), (bad, good)):
+        first, again = result(1.3, band=good), result(1.2, strict=True, band=good)
+        first.speedup_band, again.speedup_band = first_band, strict_band
+        measured = standing(first, again).measured
+        assert measured.speedup_band is None and measured.significant is None
+
+
+@pytest.mark.parametrize("figure", [0.0, -1.0, float("nan"), float("inf"), None])
+def test_a_run_without_a_finite_positive_figure_leaves_the_others(figure):
+    first, again = result(1.3, band=(1.25, 1.35)), result(figure, strict=True)
+    assert standing(first, again).measured.speedup == 1.3
