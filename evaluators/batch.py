@@ -5,13 +5,13 @@ eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`)
 to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md and OUT/suite.json. A
 correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible, timing_disputed,
 side_stream, problem_changed) gets one, submitted through the same executor the moment its first result is in, and so
-does every correct candidate with a significant gain, or a significant slowdown within reach of two processes (whatever
-set it aside), to confirm it in other processes. Where the strict run holds, the two count together (the slower one's
-figures, bands spanning both: evaluators/judge/strict.py); otherwise the candidate is set aside, and a strict run that
-did not fit on the device is retried by a re-run. Its first evaluation is kept at once, so a re-run runs only the strict
-one; the line that follows keeps both. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it
-ran (whatever the verdicts); 2 for bad usage, a broken problem or a cluster that cannot be joined; 130 when interrupted
-(what finished is kept).
+does every correct candidate with a significant gain, or a significant slowdown within reach of two processes (unless a
+hard flag other than no_custom_kernel set it aside), to confirm it in other processes. Where the strict run holds, the
+two count together (the slower one's figures, bands spanning both: evaluators/judge/strict.py); otherwise the candidate
+is set aside, and a strict run that did not fit on the device is retried by a re-run. Its first evaluation is kept at
+once, so a re-run runs only the strict one; the line that follows keeps both. `--cluster` sends the evaluations to a Ray
+cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for bad usage, a broken problem or a cluster that
+cannot be joined; 130 when interrupted (what finished is kept).
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ STRICT_VOUCHES = frozenset({"beyond_plausible"})
 STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed", "problem_changed"})
 # Not clearable (beyond_roofline, no_custom_kernel, rewrote_problem): no repetition makes physics or a missing kernel
 # go away, nor a candidate that changed the harness's files.
+# Hard, yet the timing stands as measured (PyTorch timed as PyTorch): a suite still confirms such a row's change.
+TIMING_STANDS = frozenset({"no_custom_kernel"})
 
 
 class Flag(BaseModel):
@@ -57,3 +59,8 @@ def strict_can_clear(flags: list[Flag]) -> bool:
     """Whether a strict re-evaluation may clear a result with these flags (every hard one vouched or rechecked)."""
     clearable = STRICT_VOUCHES | STRICT_RECHECKS
     return all(flag.severity != "hard" or flag.code in clearable for flag in flags)
+
+
+def timing_stands(flags: list[Flag]) -> bool:
+    """Whether every hard flag leaves the measured timing as it stands (TIMING_STANDS)."""
+    return all(flag.severity != "hard" or flag.code in TIMING_STANDS for flag in flags)

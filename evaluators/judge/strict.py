@@ -5,19 +5,19 @@ candidate in processes other than the first's) is due for a correct result set a
 (`flags.strict_can_clear`), and for a significant change to confirm: a run's band sees only its own two processes, and
 the same kernel can run up to 38 % apart in two (docs/BENCHMARKS.md). The graph confirms every significant gain of a
 candidate nothing set aside, since the bar it is weighed against (the best so far, a parent) may be anywhere; a suite
-confirms every significant gain (fast_p weighs it against 1 and 2) and every significant slowdown within
-PROCESS_REACH of no change, set aside or not. Only a strict run that is correct and not set aside clears a flagged
-first or confirms an unflagged one; then the two count together (`kernels.archive.two_runs`: the figures of the run
-with the lesser speedup, every band spanning both runs'). Otherwise the candidate is set aside, and the reason says
-what the strict run found. The graph's quarantine and the evaluate-only batch both decide by these functions; where
-the evaluation runs is theirs to choose.
+confirms every significant gain (fast_p weighs it against 1 and 2) and every significant slowdown within PROCESS_REACH
+of no change, unless a hard flag other than `no_custom_kernel` set it aside. Only a strict run that is correct and not
+set aside clears a flagged first or confirms an unflagged one; then the two count together (`kernels.archive.two_runs`:
+the figures of the run with the lesser speedup, every band spanning both runs'). Otherwise the candidate is set aside,
+and the reason says what the strict run found. The graph's quarantine and the evaluate-only batch both decide by these
+functions; where the evaluation runs is theirs to choose.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluators.judge.flags import strict_can_clear
+from evaluators.judge.flags import strict_can_clear, timing_stands
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
 from kernels.archive import two_runs
@@ -40,7 +40,8 @@ def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
     """Whether `first` gets one strict run: set aside only by flags it may clear, or a significant change to confirm.
 
     Confirmed: a gain of a candidate nothing set aside, or with `every_change` (a suite's) any significant gain and a
-    slowdown within PROCESS_REACH of no change, whatever set it aside.
+    slowdown within PROCESS_REACH of no change where every hard flag leaves the timing as it stands (a reference judged
+    as itself, `no_custom_kernel`); a candidate that rewrote the problem gets no second run.
     """
     if first.status != "correct":
         return False
@@ -49,9 +50,9 @@ def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
     if not first.significant or first.speedup_band is None:
         return False
     low, high = first.speedup_band
-    if low > 1.0:
-        return every_change or not first.set_aside
-    return every_change and high > 1 / PROCESS_REACH
+    if not every_change:
+        return low > 1.0 and not first.set_aside
+    return timing_stands(first.flags) and (low > 1.0 or high > 1 / PROCESS_REACH)
 
 
 def _clearable(first: EvalResult) -> bool:

@@ -2,8 +2,9 @@
 
 fast_p is the share of ALL selected problems whose kernel is correct, not set aside by a hard flag, and more than
 p times faster than PyTorch eager (p = 0: correct). A result set aside only by flags a strict re-evaluation may clear
-counts once one has cleared it, by the slower of the two measurements (`evaluators.judge.strict`); uncleared, it is
-never fast. Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
+counts once one has cleared it, and a significant change once one in other processes has confirmed it, by the two runs
+together (the slower one's figures, bands spanning both: `evaluators.judge.strict`); uncleared, it is never fast.
+Beside it, fast_p over significant speedups counts a problem only where the speedup's noise band
 (judge/bands.py) also lies above p: a reward that pays for noise trains a policy to chase it. A problem that was not
 judged (no candidate, not started, an error) is a row like any other and counts as a failure, never dropped. So does
 one that does not fit in the device's memory (`does_not_fit`, the machine's limit rather than the candidate's): it is
@@ -215,7 +216,7 @@ def render_markdown(report: dict) -> str:
         f"not judged: {s['not_judged']} (counted as failures); too large for the device's memory: "
         f"{s['does_not_fit']} (the machine's limit, not a failed candidate; counted as not fast)",
         f"- rechecked by a strict re-evaluation: {s.get('rechecked', 0)}, cleared by it: "
-        f"{s.get('cleared_by_strict', 0)} (counted by the slower of the two measurements)",
+        f"{s.get('cleared_by_strict', 0)} (counted by both runs: the slower one's figures, bands spanning both)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
         f"- median fraction of the roofline: {roof}",
         f"- {cost}wall time: {s['wall_s']} s (sum over problems)",

@@ -92,6 +92,8 @@ def test_without_a_strict_run_the_first_stands():
         (result(1.02, band=(0.97, 1.07)), False, False),  # within noise: nothing to confirm
         (result(0.9, band=(0.85, 0.95)), False, True),  # a slowdown: no gain for the graph, a change for a suite
         (result(1.04, "no_custom_kernel", band=(1.01, 1.07)), False, True),  # set aside for good: a suite's identity
+        (result(1.2, "rewrote_problem", band=(1.1, 1.3)), False, False),  # a cheat gets no second run
+        (result(1.2, "beyond_roofline", band=(1.1, 1.3)), False, False),  # nor a timing physics rules out
         (result(1.3), False, False),  # no band, no gain
         (result(7.0, band=(6.5, 7.5)), True, True),  # a gain is weighed against bars anywhere (a best at 6x)
         (result(0.02, band=(0.01, 0.03)), False, False),  # an interpreter's slowdown on the CPU: no process makes it
