@@ -252,7 +252,9 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
     """The warm ReferenceWorker for this problem, device and settings, started (up to its plan) when there is none.
 
     The caller uses it until `release(reference)`. Before a new one plans its memory, the idle references of other
-    problems on the device end and give their memory back: a plan made beside them would see too little free.
+    problems on the device end and give their memory back: a plan made beside them would see too little free. A strict
+    run's reference is its own, never warm and never kept: confirming a change takes a draw of processes independent
+    of every other run's (judge/strict.py).
     """
     key = json.dumps(
         [problem.digest, str(problem.path), device, options.model_dump(include=REFERENCE_OPTIONS, mode="json")]
@@ -262,7 +264,7 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
     with starting:
         with _pool_lock:
             warm = _pool.get(key)
-            if warm is not None and warm.alive:
+            if warm is not None and warm.alive and not options.strict:
                 warm.users += 1
                 warm.served += 1
                 return warm
@@ -276,7 +278,8 @@ def reference_for(problem: Problem, shapes: list[Shape], device: str, options: E
         with _pool_lock:
             reference.users += 1
             reference.served += 1
-            _pool[key] = reference
+            if not options.strict:
+                _pool[key] = reference
         return reference
 
 
@@ -305,13 +308,17 @@ def discard(reference: ReferenceWorker) -> None:
 
 
 def release(reference: ReferenceWorker) -> None:
-    """One evaluation is done with `reference`; it stays warm for the next candidate of its problem, unless it died."""
+    """One evaluation is done with `reference`; it stays warm for the next candidate of its problem.
+
+    Unless it died, or was never kept (a strict run's): then it ends with its last user.
+    """
     with _pool_lock:
         reference.users -= 1
-        dead = reference.users == 0 and not reference.alive
-        if dead:
+        kept = any(warm is reference for warm in _pool.values())
+        done = reference.users == 0 and not (reference.alive and kept)
+        if done:
             _forget(reference)  # under the same lock: reference_for cannot close it a second time meanwhile
-    if dead:
+    if done:
         reference.close()
 
 

@@ -51,6 +51,19 @@ def test_a_warm_reference_is_timed_again_beside_every_candidate(tmp_path, monkey
         reference_pool.close_all()
 
 
+def test_each_strict_run_gets_a_reference_process_of_its_own(tmp_path):
+    """A confirming run is a fresh draw of both processes: its reference is never one an earlier run warmed."""
+    reference_pool.close_all()
+    try:
+        options = EvalOptions(cache_dir=tmp_path, timeout_s=60, strict=True, trials=5)
+        first = evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options)
+        second = evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options)
+        assert [first.status, second.status] == ["correct"] * 2
+        assert (first.reference_warm, second.reference_warm) == (False, False) and not reference_pool._pool
+    finally:
+        reference_pool.close_all()
+
+
 def test_the_key_names_what_sizes_depend_on(tmp_path):
     """Another problem's text is another entry; options that change only timings or comparisons are the same one."""
     problem = load_problem(PROBLEM)
