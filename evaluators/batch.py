@@ -211,14 +211,9 @@ def judge(
             try:
                 result = future.result()
             except Exception as error:  # not judged, so not kept: a re-run tries the strict run again
-                row = row_from_result(key, first)
-                failed = f"{type(error).__name__}: {_first_line(error)}"
-                why = f"its strict re-evaluation failed ({failed}; a re-run retries it)"
-                return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
+                return _retried(row_from_result(key, first), "failed", f"{type(error).__name__}: {_first_line(error)}")
             if result.status == "does_not_fit":  # the machine's verdict, not the candidate's: a re-run retries it
-                row = row_from_result(key, first)
-                why = f"its strict re-evaluation did not fit ({_first_line(result.message)}; a re-run retries it)"
-                return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
+                return _retried(row_from_result(key, first), "did not fit", _first_line(result.message))
             row = row_from_result(key, first, strict=result)
             log.append(row, first, result)
             return row
@@ -236,8 +231,14 @@ def judge(
     return rows
 
 
-def _first_line(error: Exception) -> str:
+def _first_line(error: Exception | str) -> str:
     return next(iter(str(error).splitlines()), "")
+
+
+def _retried(row: SuiteRow, what: str, detail: str) -> SuiteRow:
+    """The row of a candidate whose strict run left nothing kept: set aside until a re-run retries that run."""
+    why = f"its strict re-evaluation {what} ({detail}; a re-run retries it)"
+    return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
 
 
 def _lacks_compile_timing(row: SuiteRow) -> bool:

@@ -57,10 +57,13 @@ def sets_aside(flag: Flag, strict: bool) -> bool:
 
 def strict_can_clear(flags: list[Flag]) -> bool:
     """Whether a strict re-evaluation may clear a result with these flags (every hard one vouched or rechecked)."""
-    clearable = STRICT_VOUCHES | STRICT_RECHECKS
-    return all(flag.severity != "hard" or flag.code in clearable for flag in flags)
+    return _hard_only(flags, STRICT_VOUCHES | STRICT_RECHECKS)
 
 
 def timing_stands(flags: list[Flag]) -> bool:
     """Whether every hard flag leaves the measured timing as it stands (TIMING_STANDS)."""
-    return all(flag.severity != "hard" or flag.code in TIMING_STANDS for flag in flags)
+    return _hard_only(flags, TIMING_STANDS)
+
+
+def _hard_only(flags: list[Flag], codes: frozenset[str]) -> bool:
+    return all(flag.severity != "hard" or flag.code in codes for flag in flags)
