@@ -11,6 +11,11 @@ process floor and the floor's rule of that run, `--old-floor`). Then, per level,
 (issue / call) would give (judge/bands.py): the share within 2 % and the shapes read as significant. That last is an
 approximation, not the evaluator's own draws (they are not kept): each shape's own band is taken as a normal draw
 from its two halves, moved uniformly within the floor, as `bands.with_process_floor` moves its draws.
+
+With `--stages`, instead, where each evaluation's seconds went: per run and level, over the problems every run given
+judged at that level, the sums of its stages (`stages` in each result: total, build, correctness, timing, the waits
+for the host's timing lock and for a quiet device), and the device waits' median a problem, their median share of an
+evaluation, how many problems waited over WAITED_S and how long in all, and the one that waited most.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import statistics
 from pathlib import Path
 
 TIGHT, NARROW, LEVEL = 0.005, 0.02, 0.95
+STAGES = ("total", "build", "correctness", "timing", "timing_lock_wait", "device_drain_wait")
+WAITED_S = 0.3
 
 
 def runs(paths: list[Path]) -> dict[str, dict[str, list[dict]]]:
@@ -70,13 +77,37 @@ def projected(shape: dict, floor: float, rng: random.Random) -> tuple[float, flo
     return speedup * math.exp(min(draws[tail], -reach)), speedup * math.exp(max(draws[-tail - 1], reach))
 
 
+def stage_report(journals: dict[str, dict[str, list[dict]]]) -> None:
+    """Where the seconds went, run by run, over the problems every run judged at each level (--stages)."""
+    last = {run: {level: {e["row"]["key"]: (e["strict"] or e["result"]).get("stages", {}) for e in entries}
+                  for level, entries in levels.items()} for run, levels in journals.items()}  # fmt: skip
+    for level in dict.fromkeys(level for levels in last.values() for level in levels):
+        having = [run for run in last if level in last[run]]
+        common = set.intersection(*(set(last[run][level]) for run in having))
+        for run in having:
+            stages = [last[run][level][key] for key in common]
+            sums = ", ".join(f"{name} {sum(s.get(name, 0.0) for s in stages):.1f}" for name in STAGES)
+            waits = [s.get("device_drain_wait", 0.0) for s in stages]
+            shares = [s.get("device_drain_wait", 0.0) / s["total"] for s in stages if s.get("total")]
+            long = [w for w in waits if w > WAITED_S]
+            most = max(common, key=lambda key: last[run][level][key].get("device_drain_wait", 0.0))
+            print(f"{run} {level}: {len(stages)} problems; seconds: {sums}; device wait a problem: median "
+                  f"{statistics.median(waits):.3f} s, {statistics.median(shares):.1%} of its evaluation; over "
+                  f"{WAITED_S} s: {len(long)} problems, {sum(long):.1f} s; the most {max(waits):.2f} s "
+                  f"({most})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("journals", type=Path, nargs="+")
     parser.add_argument("--floor", type=float, nargs=2, default=(0.01, 0.05), metavar=("BASE", "SHARE"))
     parser.add_argument("--old-floor", type=float, nargs=2, default=(0.015, 0.1), metavar=("BASE", "SHARE"),
                         help="the floor the runs were judged with: recovers each shape's issue / call")  # fmt: skip
+    parser.add_argument("--stages", action="store_true", help="where each evaluation's seconds went, instead")
     args = parser.parse_args()
+    if args.stages:
+        stage_report(runs(args.journals))
+        return
     (base, share), (old_base, old_share) = args.floor, args.old_floor
     for name, levels in runs(args.journals).items():
         every = [s for entries in levels.values() for s in shapes(entries)]
