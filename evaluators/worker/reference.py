@@ -307,7 +307,7 @@ def serve_reference(session: Session) -> None:
 
 @functools.cache
 def _drain() -> device_idle.Drain:
-    """The wait for the device before the timing commands, made once a process: its quiet mark lasts with it."""
+    """The wait for the device before the timing commands, made once a process: its marks last with it."""
     return device_idle.Drain.on_cuda()
 
 

@@ -70,12 +70,8 @@ sys.stdin.readline()
 """
 
 
-def test_memory_another_process_gave_back_is_waited_out_by_the_reads():
-    """8 GiB given back just before the wait: the driver's clearing slows the first reads (about 17 ms of it on an
-    H200, bench/probes/free_trace.py), and the wait ends once a read is quiet again."""
-    drain = Drain.on_cuda()
-    for _ in range(5):
-        assert drain.wait()["idle"]  # quiet reads set the mark
+def given_back_then_waited(drain: Drain) -> dict:
+    """The drain's reply to a wait made just after another process gave 8 GiB back."""
     other = subprocess.Popen([sys.executable, "-c", GIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert other.stdout.readline().strip() == "ready"
@@ -87,6 +83,18 @@ def test_memory_another_process_gave_back_is_waited_out_by_the_reads():
         other.stdin.flush()
     finally:
         other.wait(30)
-    reads = reply["reads_ms"]
-    assert reply["idle"] and len(reads) > 1 and reads[0] > drain.quickest_ms[-1] * (1 + device_idle.QUIET_TOL), reply
-    assert reply["waited_ms"] < drain.clear_s * 1e3  # ended by a quiet read, not by the longest clearing
+    return reply
+
+
+def test_memory_another_process_gave_back_is_waited_out_by_the_pairs():
+    """8 GiB given back just before the wait: the driver's clearing slows the reads and not the memsets (about 17 ms
+    of it on an H200, bench/probes/free_trace.py), and the wait goes on past its first judged pair and ends once a
+    pair is quiet again. A pair slowed by the clearing passes about one time in twenty (device_idle.QUIET_TOL), so
+    of three such waits at least two must go on."""
+    drain = Drain.on_cuda()
+    for _ in range(5):
+        assert drain.wait()["idle"]  # quiet pairs join the history
+    replies = [given_back_then_waited(drain) for _ in range(3)]
+    assert all(reply["idle"] for reply in replies), replies
+    assert sum(len(reply["reads_ms"]) > 2 for reply in replies) >= 2, replies
+    assert all(reply["waited_ms"] < drain.clear_s * 1e3 for reply in replies), replies  # not the longest clearing
