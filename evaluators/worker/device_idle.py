@@ -11,20 +11,18 @@ the stop can outlast it:
 - Memory they gave back is cleared by the driver after the call returns, and meanwhile every read from device memory
   runs slow: on an H200, 13-14 % for about 2 ms per GiB given back (reads of 512 MiB to 8 GiB; 8-9 % at 64 MiB), while a
   memset or a page-strided read were not slowed (bench/probes/free_trace.py). No context's work shows it, and the
-  device's free memory is whole at once. So the wait times pairs, a read of READ_BYTES and then a memset of them, until
-  one is quiet: its read/memset ratio and its memset within QUIET_TOL of the process's marks. The ratio sees the
-  clearing; the memset sees what slows both, such as copies on the copy engines. A pair's parts drift together by
-  20-50 % with the device's state (in a batch on an H200, first pairs after the other side's block ran 26-34 % slow,
-  and some processes' pairs stayed 13-58 % slow for seconds; bench/probes/drain_fills.py), which the ratio cancels and
-  the memset alone does not: the wait's first pair is taken and not judged. The marks are a low quantile (MARK_AT) of
-  the HISTORY last waits' first judged pairs, one a wait whatever it then waits for: the candidate, which can make
-  only the waits before the reference's blocks slow, cannot raise them, and a quantile, unlike the quickest ever
-  timed, does not sink as the process times more (the quickest-three mark it replaced kept waits of a warm
-  evaluation at 2.26 s of its 7.37). A candidate that gives memory back before its replies, to slow the reference's
-  blocks after them, pays for it inside its own span, which the parent's clock sees (judge/wall.py). Memory given
-  back after the reply is the parent's to wait out (judge/pause.py, judge/timing_plan.py). Pairs still loud once the
-  clearing of all the device's memory would be over are the device's state now, not a clearing, and become the
-  history.
+  device's free memory is whole at once. So the wait times a read of READ_BYTES until one is within QUIET_TOL of
+  the process's mark. Each timed read comes right after an untimed one: a read just after writes (the other side's
+  outputs, a memset) pays for writing their lines back from the cache, and read so it spread by 20-50 % from read to
+  read where the clearing moves it 13-14 % (bench/probes/read_kinds.py, bench/probes/drain_fills.py). The mark is a
+  low quantile (MARK_AT) of the first timed read of each of the HISTORY last waits, one a wait whatever it then waits
+  for: the candidate, which can make only the waits before the reference's blocks slow, cannot raise it, and a
+  quantile, unlike the quickest reads ever timed, does not sink as the process times more. A candidate that gives
+  memory back before its replies, to slow the reference's blocks after them, pays for it inside its own span, which
+  the parent's clock sees (judge/wall.py). Memory given back after the reply is the parent's to wait out
+  (judge/pause.py, judge/timing_plan.py). A read still slow once the clearing of all the device's memory would be over
+  is the device's speed now, not a clearing, and becomes the whole history, which the next quicker first reads then
+  bring down (a quantile of few is their least).
 
 Work still there after DEADLINE_S is the parent's to weigh, and the reference is not timed beside it
 (judge/evaluate.py): work sized to outlast the wait and end before the candidate's next command raised the reference's
@@ -42,95 +40,83 @@ from dataclasses import dataclass, field
 import torch
 
 QUICK_S, PASSES, DEADLINE_S = 200e-6, 3, 2.0
-# A pair: 256 MiB read, then set, is about 0.1 + 0.07 ms on an H200 in a batch. The clearing slows the read by 13-14 %
-# and not the memset; a judged pair's ratio spreads about +-10 % (10th to 90th percentile) around its median, its
-# memset +-6 %, so a tolerance of 12 % over the 10th percentile passes about half of quiet pairs at once and a pair
-# slowed by a clearing about one time in twenty. Between pairs the device is left alone a little, for the clearing
-# to go on.
-READ_BYTES, QUIET_TOL, MARK_AT, HISTORY, MADE, READ_PAUSE_S = 256 << 20, 0.12, 0.1, 32, 16, 0.5e-3
+# The read: 256 MiB is about 60 us on an H200, slowed by the clearing as much as 8 GiB was. Between reads the device is
+# left alone a little, for the clearing to go on.
+READ_BYTES, QUIET_TOL, MARK_AT, HISTORY, MADE, READ_PAUSE_S = 256 << 20, 0.05, 0.25, 32, 8, 0.5e-3
 # The clearing ran at up to 2.2 ms per GiB given back once the call returned (bench/probes/free_trace.py, H200): what
 # the whole device's memory would take, with a margin, bounds it.
 CLEAR_S_PER_GIB, CLEAR_MARGIN = 2.2e-3, 1.25
 _NOW, _SYNC, _SLEEP = time.perf_counter, torch.cuda.synchronize, time.sleep
 
-Pair = tuple[float, float]  # (read ms, memset ms)
-
 
 @dataclass
 class Drain:
-    """One process's wait for the device: its round-trip tensor, its timed pair and the history of quiet ones.
+    """One process's wait for the device: its round-trip tensor, its timed read and the history of first reads.
 
-    `time_pair()` times one read and one memset (ms). The history lasts as long as the process, across shapes and
-    evaluations; its first MADE pairs come as it is made, before the candidate's processes start or beside them.
+    `read()` times one read (ms). The history lasts as long as the process, across shapes and evaluations; its first
+    MADE reads come as it is made, before the candidate's processes start or beside them.
     """
 
     probe: torch.Tensor
-    time_pair: Callable[[], Pair]
+    read: Callable[[], float]
     clear_s: float  # the longest the clearing of memory given back can last on this device
-    history: deque[Pair] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    pairs: list[Pair] = field(default_factory=list)
+    history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    reads: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.time_pair()  # the first after whatever ran before: not one of them
-        self.history.extend(self.time_pair() for _ in range(MADE))
+        self.history.extend(self.read() for _ in range(MADE))
 
     @classmethod
     def on_cuda(cls) -> Drain:
         buffer = torch.zeros(READ_BYTES // 4, device="cuda")
-        buffer.sum()  # its kernels loaded before the first pair is timed
-        buffer.zero_()
+        buffer.sum()  # its kernel loaded before the first read is timed
 
-        def time_pair() -> Pair:
-            start, between, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        def read() -> float:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            buffer.sum()  # writes still in the cache are written back here, untimed
             start.record()
             buffer.sum()
-            between.record()
-            buffer.zero_()
             end.record()
             end.synchronize()
-            return start.elapsed_time(between), between.elapsed_time(end)
+            return start.elapsed_time(end)
 
         total_gib = torch.cuda.mem_get_info()[1] / (1 << 30)
-        return cls(torch.zeros(1, device="cuda"), time_pair, total_gib * CLEAR_S_PER_GIB * CLEAR_MARGIN)
+        return cls(torch.zeros(1, device="cuda"), read, total_gib * CLEAR_S_PER_GIB * CLEAR_MARGIN)
 
-    def marks(self) -> Pair:
-        """(read/memset ratio, memset ms): the MARK_AT quantile of the history's."""
-        at = int(MARK_AT * (len(self.history) - 1))
-        return sorted(r / f for r, f in self.history)[at], sorted(f for _, f in self.history)[at]
-
-    def quiet(self, pair: Pair) -> bool:
-        ratio, fill = self.marks()
-        return pair[0] / pair[1] <= ratio * (1 + QUIET_TOL) and pair[1] <= fill * (1 + QUIET_TOL)
+    def mark(self) -> float:
+        """The MARK_AT quantile of the history (ms)."""
+        return sorted(self.history)[int(MARK_AT * (len(self.history) - 1))]
 
     def wait(self) -> dict:
         """Wait for the device; the reply's facts.
 
-        "waited_ms": for other work to leave and for the pairs to be quiet; "idle": the other work left before
-        DEADLINE_S; "reads_ms", "fills_ms": the pairs timed, the last the quiet one.
+        "waited_ms": for other work to leave and for the reads to settle; "idle": the other work left before
+        DEADLINE_S; "reads_ms": the reads timed, the last the quiet one.
         """
         waited, idle = wait_idle(self.probe)
         if not idle:
-            return {"waited_ms": waited, "idle": False, "reads_ms": [], "fills_ms": []}
+            return {"waited_ms": waited, "idle": False, "reads_ms": []}
         started = _NOW()
         self.settle()
-        reads, fills = ([round(ms, 4) for ms in part] for part in zip(*self.pairs, strict=True))
-        return {"waited_ms": waited + (_NOW() - started) * 1e3, "idle": True, "reads_ms": reads, "fills_ms": fills}
+        return {"waited_ms": waited + (_NOW() - started) * 1e3, "idle": True,
+                "reads_ms": [round(ms, 4) for ms in self.reads]}  # fmt: skip
 
     def settle(self) -> None:
-        """Time pairs until one after the first is quiet, or for `clear_s`: then the wait's pairs are the history."""
-        self.pairs = [self.time_pair()]
+        """Time reads until one is within QUIET_TOL of the mark, or for `clear_s` (then the last is the history)."""
+        self.reads = []
         started = _NOW()
         while True:
-            pair = self.time_pair()
-            self.pairs.append(pair)
-            quiet = self.quiet(pair)
-            if len(self.pairs) == 2:
-                self.history.append(pair)
+            ms = self.read()
+            self.reads.append(ms)
+            quiet = ms <= self.mark() * (1 + QUIET_TOL)
+            if len(self.reads) == 1:
+                self.history.append(ms)
             if quiet:
                 return
             if _NOW() - started >= self.clear_s:
+                # The device's speed now, until quicker reads say otherwise: the quantile of few is their least.
                 self.history.clear()
-                self.history.extend(self.pairs[1:])
+                self.history.append(ms)
                 return
             _SLEEP(READ_PAUSE_S)
 

@@ -86,15 +86,14 @@ def given_back_then_waited(drain: Drain) -> dict:
     return reply
 
 
-def test_memory_another_process_gave_back_is_waited_out_by_the_pairs():
-    """8 GiB given back just before the wait: the driver's clearing slows the reads and not the memsets (about 17 ms
-    of it on an H200, bench/probes/free_trace.py), and the wait goes on past its first judged pair and ends once a
-    pair is quiet again. A pair slowed by the clearing passes about one time in twenty (device_idle.QUIET_TOL), so
-    of three such waits at least two must go on."""
+def test_memory_another_process_gave_back_is_waited_out_by_the_reads():
+    """8 GiB given back just before the wait: the driver's clearing slows the reads (about 17 ms of it on an H200,
+    bench/probes/free_trace.py), and the wait goes on past its first read and ends once a read is quiet again; of
+    three such waits at least two must go on."""
     drain = Drain.on_cuda()
     for _ in range(5):
-        assert drain.wait()["idle"]  # quiet pairs join the history
+        assert drain.wait()["idle"]  # quiet reads join the history
     replies = [given_back_then_waited(drain) for _ in range(3)]
     assert all(reply["idle"] for reply in replies), replies
-    assert sum(len(reply["reads_ms"]) > 2 for reply in replies) >= 2, replies
+    assert sum(len(reply["reads_ms"]) > 1 for reply in replies) >= 2, replies
     assert all(reply["waited_ms"] < drain.clear_s * 1e3 for reply in replies), replies  # not the longest clearing

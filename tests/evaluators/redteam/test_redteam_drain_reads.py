@@ -1,4 +1,4 @@
-"""Red team: the reference's drain pairs and their marks (worker/device_idle.py), the parent's guard after each
+"""Red team: the reference's drain reads and their mark (worker/device_idle.py), the parent's guard after each
 candidate stop (judge/timing_plan.py, judge/pause.py), and the path where the two sides are timed one after the other.
 
 Built on the simulated device of test_redteam_timing_order.py (its Worker, Leftover, Stopper, `device` fixture and
@@ -9,10 +9,10 @@ the test that needs it.
 
 What the attacks here aim at:
 
-- The marks (a read/memset ratio and a memset) are a low quantile of the first judged pair of each of the last waits.
-  Marks set slow (the first pairs made while memory was being cleared) come down only once enough quiet waits have
-  joined them: the candidate decides which of the reference's drains are quiet, and a shape has ~17 of them.
-- A drain whose pairs stay loud for `clear_s` makes them the history, the marks then theirs.
+- The mark is a low quantile of the first read of each of the last waits. A mark set slow (the first reads made while
+  memory was being cleared) comes down only once enough quiet waits have joined them: the candidate decides which of
+  the reference's drains are quiet, and a shape has ~17 of them.
+- A drain whose reads stay slow for `clear_s` makes them the history, the mark then theirs.
 - The guard after a stop is LINGER_PER_LAG times what the stop waited for the slowest thread: frees made at once in
   several processes leave a lag of one share and a clearing of the sum.
 - Where the two sides do not fit side by side, the reference's check after each of the candidate's blocks gives its
@@ -63,9 +63,9 @@ def clearing(device: Device, gib: float, host_s: float = 0.0) -> Leftover:
 
 def test_a_mark_set_while_memory_was_cleared_does_not_let_frees_in_the_span_through(tmp_path, cuda_lock, device):
     """FreesBeforeTheReference unchanged (frees inside its span in its rehearsal and 7 of its 16 blocks: the median
-    over blocks never sees them), beside a reference whose drain made its first pairs while memory given back
+    over blocks never sees them), beside a reference whose drain made its first reads while memory given back
     was cleared (made_while_clearing). test_redteam_timing_order.py answers these frees only beside a reference with
-    quiet marks; here they come down only as quiet waits join the history.
+    a quiet mark; here it comes down only as quiet waits join the history.
 
     Assumed, for the precondition: a process that ends gives its memory back as cudaFree does (cleared after it is
     gone), and a new reference's drain is made within the clearing of what an ended process held: reference_for
@@ -75,10 +75,10 @@ def test_a_mark_set_while_memory_was_cleared_does_not_let_frees_in_the_span_thro
     same GPU, routine in a batch. (Or a candidate beside it, as made_while_clearing says.)"""
     reference = made_while_clearing(device)
     result = judged(tmp_path, reference, FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))
-    assert not_fooled(result), (codes(result), result.speedup, reference.drain.marks())
+    assert not_fooled(result), (codes(result), result.speedup, reference.drain.mark())
 
 
-# --- 2. pairs loud for clear_s become the history ---------------------------------------------------------------------
+# --- 2. reads slow for clear_s become the history ---------------------------------------------------------------------
 
 # Three rounds of 100 GiB given back (0.5 ms/GiB of host time) and taken again (0.3 ms/GiB) in the rehearsal: 0.21 s
 # of host time there; 0.6 s of clearing (2 ms/GiB) queued from the end of the first give-back, 0.44 s of it after the
@@ -99,17 +99,17 @@ class OutlastsClearS(FreesBeforeTheReference):
         return super().after(command)
 
 
-def test_pairs_kept_loud_past_clear_s_do_not_become_the_marks(tmp_path, cuda_lock, device):
-    """A warm reference whose marks are quiet. Assumed (beyond the listed physics): memory given back, taken again at
+def test_reads_kept_slow_past_clear_s_do_not_become_the_mark(tmp_path, cuda_lock, device):
+    """A warm reference whose mark is quiet. Assumed (beyond the listed physics): memory given back, taken again at
     once and given back again is cleared again, after the clearing already queued, so three rounds of 100 GiB queue
     ~0.6 s of clearing, more than clear_s (total GiB x 2.2 ms x 1.25 = 0.385 s here); no single give-back of all the
     device's memory could, and a give-back from a thread after the reply would be in the stop's lag (the guard). The
-    drain before the reference's block 0 then times out and takes the loud pairs as the history
+    drain before the reference's block 0 then times out and takes the slow reads as the history
     (device_idle.Drain.settle), and every later clearing passes it."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    quiet_mark = list(reference.drain.marks())
+    quiet_mark = reference.drain.mark()
     result = judged(tmp_path, reference, OutlastsClearS(device, "candidate", CALL_MS, HARNESS_MS))
-    assert not_fooled(result), (codes(result), result.speedup, quiet_mark, reference.drain.marks())
+    assert not_fooled(result), (codes(result), result.speedup, quiet_mark, reference.drain.mark())
 
 
 # --- 3. frees that end as the reply goes: nothing in the span, nothing for the stop to wait for ----------------------
@@ -137,7 +137,7 @@ def test_frees_that_end_as_the_candidate_replies_do_not_raise_the_baseline(tmp_p
     """Assumed (beyond the listed physics): a child process's cudaFree runs beside the candidate's main process on
     the host without lengthening its command (its own context, on another core), and the device's reads are slowed
     only once the call has returned. The mark was set while memory was cleared (made_while_clearing). Two shapes
-    (or two evaluations of a warm reference): the marks never see a quiet pair, so the second shape is fooled too."""
+    (or two evaluations of a warm reference): the mark never sees a quiet read, so the second shape is fooled too."""
     reference = made_while_clearing(device)
     attacker = FreesEndingAtTheReply(device, "candidate", CALL_MS, HARNESS_MS)
     results = [judged(tmp_path, reference, attacker) for _ in range(2)]
@@ -177,7 +177,7 @@ class FreesSplitAcrossChildren(FreesBeforeTheReference):
 
 def test_frees_split_across_children_are_waited_out_by_a_quiet_mark(tmp_path, cuda_lock, device):
     """Defended: the guard waits only 8 x one share (40 ms of an 85 ms clearing), but the drain's reads are slow until
-    the clearing ends, and quiet marks wait for them."""
+    the clearing ends, and a quiet mark waits for them."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
     result = judged(tmp_path, reference, FreesSplitAcrossChildren(device, "candidate", CALL_MS, HARNESS_MS))
     assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), result.speedup
@@ -189,7 +189,7 @@ def test_frees_split_across_children_are_waited_out_where_no_read_was_quiet(tmp_
     processes (separate contexts) run at once on the host, each at FREE_COST_S_PER_GIB, and the driver's clearing of
     their sum takes as long as one free of the sum. The model's 1.25 ms/GiB of host time against 2.5 ms/GiB of
     clearing needs more than 4 ways; at the listed 0.35-0.75 ms/GiB against 1.7-2.2 ms/GiB, 2 or 3 ways would do.
-    Beside quiet marks the drain still answers (the test above): the guard alone does not."""
+    Beside a quiet mark the drain still answers (the test above): the guard alone does not."""
     result = judged(tmp_path, made_while_clearing(device), FreesSplitAcrossChildren(device, "candidate", CALL_MS,
                                                                                         HARNESS_MS))  # fmt: skip
     assert not_fooled(result), (codes(result), result.speedup)

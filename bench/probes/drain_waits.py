@@ -1,19 +1,21 @@
-"""What the drain's waits cost and what their pairs read: a read of device memory and a memset, in a whole batch.
+"""What the drain's waits cost and what their reads of device memory read, in a whole batch.
 
-    python bench/probes/drain_fills.py --kernelbench PATH --levels 1 --out DIR [--budget-s 215]
-    python bench/probes/drain_fills.py --analyze DIR
+    python bench/probes/drain_waits.py --kernelbench PATH --levels 1 --out DIR [--budget-s 215]
+    python bench/probes/drain_waits.py --analyze DIR
 
-The reference's drain (evaluators/worker/device_idle.py) times pairs, a read and a memset of the same 256 MiB, until
-one after the first is quiet. Its first version timed reads alone, until one was within 5 % of the slowest of the
-three quickest it had ever timed: run with a memset timed after each such read, this probe found that reads and memsets
-drift together by 20-50 % within a batch, so the wait went on for noise (1,500 waits on level 1 of KernelBench, 21 s),
-and the quickest-three mark sank as the process timed more; the read/memset ratio cancelled the drift.
+The reference's drain (evaluators/worker/device_idle.py) times a read of 256 MiB until one is within 5 % of its
+mark. Its first version, the slowest of the three quickest reads ever timed, kept a warm evaluation waiting 2.26 s
+of 7.37 on an H200. This probe first timed a memset after each of its reads (its first name, drain_fills.py): reads
+after it spread by 20-50 %, the memset by 2 % (`bench/data/drain_fills_l1_h200_8f1edcf.json.gz`); a second version
+judged the read/memset ratio, and its reads, each right after a memset, spread as much (bench/probes/read_kinds.py:
+a read just after writes pays for writing them back). The drain now times each read right after an untimed one,
+against a quantile of its waits' first reads.
 
 The first form runs bench/identity_suites.py with a `sitecustomize` on the workers' PYTHONPATH that, in each process
-that imports device_idle, writes each wait (its reply, with the pairs, and the marks before it) to DIR/fills/PID.jsonl.
-The rule itself is unchanged. The second form sorts the waits into those that ended at the first judged pair, those
-that went on, and those that lasted the whole clearing, and prints for each their seconds and their pairs' memsets and
-ratios against the marks.
+that imports device_idle, writes each wait (its reply, with the reads, and the mark before it) to DIR/waits/PID.jsonl.
+The rule itself is unchanged. The second form sorts the waits into those that ended at their first read, those that
+went on, and those that lasted the whole clearing, and prints for each their seconds and their first and last reads
+against the mark.
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ def patch(module):
     wait = module.Drain.wait
 
     def logged(self):
-        marks, started = self.marks(), time.perf_counter()
+        mark, started = self.mark(), time.perf_counter()
         reply = wait(self)
-        out.write(json.dumps({{"t": started, "marks": marks, "reply": reply, "clear_s": self.clear_s}}) + "\n")
+        out.write(json.dumps({{"t": started, "mark": mark, "reply": reply, "clear_s": self.clear_s}}) + "\n")
         return reply
 
     module.Drain.wait = logged
@@ -63,9 +65,9 @@ sys.meta_path.insert(0, Finder())
 
 
 def run(args: argparse.Namespace) -> None:
-    log = (args.out / "fills").resolve()
+    log = (args.out / "waits").resolve()
     log.mkdir(parents=True, exist_ok=True)
-    hook = Path(tempfile.mkdtemp(prefix="ks-drain-fills-"))
+    hook = Path(tempfile.mkdtemp(prefix="ks-drain-waits-"))
     (hook / "sitecustomize.py").write_text(HOOK.format(log=str(log)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
     command = [sys.executable, str(ROOT / "bench" / "identity_suites.py"), "--kernelbench", args.kernelbench,
@@ -77,32 +79,27 @@ def run(args: argparse.Namespace) -> None:
 
 def analyze(out: Path) -> None:
     kinds: dict[str, list[dict]] = {"first": [], "went on": [], "whole clearing": []}
-    for path in sorted((out / "fills").glob("*.jsonl")):
+    for path in sorted((out / "waits").glob("*.jsonl")):
         for line in path.read_text().splitlines():
             entry = json.loads(line)
-            reads, fills, (ratio, fill) = entry["reply"]["reads_ms"], entry["reply"]["fills_ms"], entry["marks"]
-            if len(reads) < 2:
-                continue  # not idle: no pairs were timed
+            reads, mark = entry["reply"]["reads_ms"], entry["mark"]
+            if not reads:
+                continue  # not idle: no reads were timed
             waited_s = entry["reply"]["waited_ms"] / 1e3
-            kind = "first" if len(reads) == 2 else "whole clearing" if waited_s >= entry["clear_s"] else "went on"
-            kinds[kind].append({
-                "waited_s": waited_s, "untimed_fill": fills[0] / fill,
-                "first_fill": fills[1] / fill, "last_fill": fills[-1] / fill,
-                "first_ratio": reads[1] / fills[1] / ratio, "last_ratio": reads[-1] / fills[-1] / ratio,
-            })  # fmt: skip
-    keys = ("untimed_fill", "first_fill", "last_fill", "first_ratio", "last_ratio")
-    print("kind            waits  seconds  " + "  ".join(f"{key:>12}" for key in keys))
+            kind = "first" if len(reads) == 1 else "whole clearing" if waited_s >= entry["clear_s"] else "went on"
+            kinds[kind].append({"waited_s": waited_s, "first": reads[0] / mark, "last": reads[-1] / mark})
+    print("kind            waits  seconds    first read     last read")
     for kind, rows in kinds.items():
         if not rows:
             print(f"{kind:15} {0:5}")
             continue
         cells = []
-        for key in keys:
+        for key in ("first", "last"):
             values = sorted(row[key] for row in rows)
             cells.append(f"{statistics.median(values):.3f}/{values[int(0.9 * (len(values) - 1))]:.3f}")
         seconds = sum(row["waited_s"] for row in rows)
         print(f"{kind:15} {len(rows):5} {seconds:8.2f}  " + "  ".join(f"{cell:>12}" for cell in cells))
-    print("(each cell: median/90th percentile, against the marks before the wait; first: its first judged pair)")
+    print("(each cell: median/90th percentile, against the mark before the wait)")
 
 
 def main() -> None:
