@@ -14,8 +14,8 @@ against a quantile of its waits' first reads.
 The first form runs bench/identity_suites.py with a `sitecustomize` on the workers' PYTHONPATH that, in each process
 that imports device_idle, writes each wait (its reply, with the reads, and the mark before it) to DIR/waits/PID.jsonl.
 The rule itself is unchanged. The second form sorts the waits into those that ended at their first read, those that
-went on, and those that lasted the whole clearing, and prints for each their seconds and their first and last reads
-against the mark.
+went on, and those that lasted until their reads were trusted, and prints for each their seconds and their first and
+last reads against the mark (or, before the first trusted read, against their own last).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ def patch(module):
     out = open(os.path.join(LOG, f"{{os.getpid()}}.jsonl"), "a", buffering=1)
     wait = module.Drain.wait
 
-    def logged(self):
+    def logged(self, quiet_since):
         mark, started = self.mark(), time.perf_counter()
-        reply = wait(self)
+        reply = wait(self, quiet_since)
         out.write(json.dumps({{"t": started, "mark": mark, "reply": reply, "clear_s": self.clear_s}}) + "\n")
         return reply
 
@@ -78,15 +78,15 @@ def run(args: argparse.Namespace) -> None:
 
 
 def analyze(out: Path) -> None:
-    kinds: dict[str, list[dict]] = {"first": [], "went on": [], "whole clearing": []}
+    kinds: dict[str, list[dict]] = {"first": [], "went on": [], "trusted": []}
     for path in sorted((out / "waits").glob("*.jsonl")):
         for line in path.read_text().splitlines():
             entry = json.loads(line)
-            reads, mark = entry["reply"]["reads_ms"], entry["mark"]
+            reads, mark = entry["reply"]["reads_ms"], entry["mark"] or entry["reply"]["reads_ms"][-1]
             if not reads:
                 continue  # not idle: no reads were timed
             waited_s = entry["reply"]["waited_ms"] / 1e3
-            kind = "first" if len(reads) == 1 else "whole clearing" if waited_s >= entry["clear_s"] else "went on"
+            kind = "trusted" if entry["reply"]["trusted"] else "first" if len(reads) == 1 else "went on"
             kinds[kind].append({"waited_s": waited_s, "first": reads[0] / mark, "last": reads[-1] / mark})
     print("kind            waits  seconds    first read     last read")
     for kind, rows in kinds.items():

@@ -287,7 +287,8 @@ def _kept_by(candidate: Worker, options: EvalOptions, device: str) -> bool:
 def _left_by(candidate: Worker, reference, shape: int) -> bool:
     """Whether the device goes idle once the candidate's processes are killed: then the work was theirs."""
     candidate.kill()
-    return reference.request({"cmd": "drain", "shape": shape}, "drained", "timing").meta.get("idle") is True
+    command = {"cmd": "drain", "shape": shape, "quiet_since": time.monotonic()}
+    return reference.request(command, "drained", "timing").meta.get("idle") is True
 
 
 def _waited(get, reference, result: EvalResult, together: bool):

@@ -67,7 +67,7 @@ CHECKED_PER_BLOCK = 2
 # candidate keeping many threads running through its stop would otherwise hold the evaluation for their sum.
 LINGER_PER_LAG, MIN_GUARD_S, GUARD_CAP_S = 8.0, 2e-3, 1.0
 _RANDOM = secrets.SystemRandom()
-_SLEEP = time.sleep
+_SLEEP, _CLOCK = time.sleep, time.monotonic  # _CLOCK: the host's, which the reference's drain reads too
 # The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
 # where the released hold cannot load.
 _CALIBRATE_MS = 1e-3
@@ -304,11 +304,12 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         waited = time.perf_counter() - waited
 
         guard = [_guard_s(stopper), time.perf_counter()]  # (seconds to wait, since when) before the reference's turn
+        stopped = [_CLOCK()]  # when the candidate's processes were last stopped: what it gave back clears from then
         drained: list[float] = []
 
         def drain() -> None:
             """The reference's wait until what the candidate left on the device ends (worker/device_idle.py)."""
-            reply = reference_call({"cmd": "drain", "shape": shape}, "drained").meta
+            reply = reference_call({"cmd": "drain", "shape": shape, "quiet_since": stopped[0]}, "drained").meta
             drained.append(reply["waited_ms"])
             if reply.get("idle") is False:
                 raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
@@ -324,6 +325,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 return candidate_call(command, event)
             finally:
                 stopper.stop()
+                stopped[0] = _CLOCK()
                 guard[:] = [_guard_s(stopper), time.perf_counter()]
 
         layout = room()

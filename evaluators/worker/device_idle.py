@@ -12,17 +12,22 @@ the stop can outlast it:
   runs slow: on an H200, 13-14 % for about 2 ms per GiB given back (reads of 512 MiB to 8 GiB; 8-9 % at 64 MiB), while a
   memset or a page-strided read were not slowed (bench/probes/free_trace.py). No context's work shows it, and the
   device's free memory is whole at once. So the wait times a read of READ_BYTES until one is within QUIET_TOL of
-  the process's mark. Each timed read comes right after an untimed one: a read just after writes (the other side's
-  outputs, a memset) pays for writing their lines back from the cache, and read so it spread by 20-50 % from read to
-  read where the clearing moves it 13-14 % (bench/probes/read_kinds.py, bench/probes/drain_fills.py). The mark is a
-  low quantile (MARK_AT) of the first timed read of each of the HISTORY last waits, one a wait whatever it then waits
-  for: the candidate, which can make only the waits before the reference's blocks slow, cannot raise it, and a
-  quantile, unlike the quickest reads ever timed, does not sink as the process times more. A candidate that gives
-  memory back before its replies, to slow the reference's blocks after them, pays for it inside its own span, which
-  the parent's clock sees (judge/wall.py). Memory given back after the reply is the parent's to wait out
-  (judge/pause.py, judge/timing_plan.py). A read still slow once the clearing of all the device's memory would be over
-  is the device's speed now, not a clearing, and becomes the whole history, which the next quicker first reads then
-  bring down (a quantile of few is their least).
+  the process's mark, or until its reads are trusted. Each timed read comes right after an untimed one: a read just
+  after writes (the other side's outputs, a memset) pays for writing their lines back from the cache, and read so it
+  spread by 20-50 % from read to read where the clearing moves it 13-14 % (bench/probes/read_kinds.py,
+  bench/probes/drain_waits.py).
+
+The mark comes only from reads the candidate could not have slowed: reads begun `clear_s` (the clearing of the whole
+device's memory) or more after the candidate's processes were last stopped, which the parent says in each command
+(`quiet_since`, on the host's monotonic clock). Any other read the candidate can place: a clearing sized to end just
+after the drain's first read before its own block slows none of its own repetitions, so marks made of first reads, or
+reset to slow reads after a long wait, were kept slow by a candidate that slowed every read
+(tests/evaluators/redteam/test_redteam_drain_quantile.py). A process with no trusted read yet waits for them (once, up
+to `clear_s`, 0.38 s on an H200), and a wait that lasts until its reads are trusted adds one to the HISTORY, whose
+MARK_AT quantile is the mark: a device slower now becomes the mark, and a trusted read no candidate slowed cannot be
+outvoted by a few that a clearing queued for longer. A candidate that gives memory back before its replies, to slow
+the reference's blocks after them, pays for it inside its own span, which the parent's clock sees (judge/wall.py).
+Memory given back after the reply is the parent's to wait out (judge/pause.py, judge/timing_plan.py).
 
 Work still there after DEADLINE_S is the parent's to weigh, and the reference is not timed beside it
 (judge/evaluate.py): work sized to outlast the wait and end before the candidate's next command raised the reference's
@@ -40,21 +45,21 @@ from dataclasses import dataclass, field
 import torch
 
 QUICK_S, PASSES, DEADLINE_S = 200e-6, 3, 2.0
-# The read: 256 MiB is about 60 us on an H200, slowed by the clearing as much as 8 GiB was. Between reads the device is
-# left alone a little, for the clearing to go on.
-READ_BYTES, QUIET_TOL, MARK_AT, HISTORY, MADE, READ_PAUSE_S = 256 << 20, 0.05, 0.25, 32, 8, 0.5e-3
+# The read: 256 MiB is about 60-100 us on an H200, slowed by the clearing as much as 8 GiB was. Between reads the
+# device is left alone a little, for the clearing to go on. A process's first trusted reads are MADE, back to back.
+READ_BYTES, QUIET_TOL, MARK_AT, HISTORY, MADE, READ_PAUSE_S = 256 << 20, 0.05, 0.25, 32, 4, 0.5e-3
 # The clearing ran at up to 2.2 ms per GiB given back once the call returned (bench/probes/free_trace.py, H200): what
 # the whole device's memory would take, with a margin, bounds it.
 CLEAR_S_PER_GIB, CLEAR_MARGIN = 2.2e-3, 1.25
-_NOW, _SYNC, _SLEEP = time.perf_counter, torch.cuda.synchronize, time.sleep
+# The host's monotonic clock, the one the parent's `quiet_since` is read on.
+_NOW, _SYNC, _SLEEP = time.monotonic, torch.cuda.synchronize, time.sleep
 
 
 @dataclass
 class Drain:
-    """One process's wait for the device: its round-trip tensor, its timed read and the history of first reads.
+    """One process's wait for the device: its round-trip tensor, its timed read and the history of trusted reads.
 
-    `read()` times one read (ms). The history lasts as long as the process, across shapes and evaluations; its first
-    MADE reads come as it is made, before the candidate's processes start or beside them.
+    `read()` times one read (ms). The history lasts as long as the process, across shapes and evaluations.
     """
 
     probe: torch.Tensor
@@ -62,9 +67,6 @@ class Drain:
     clear_s: float  # the longest the clearing of memory given back can last on this device
     history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     reads: list[float] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.history.extend(self.read() for _ in range(MADE))
 
     @classmethod
     def on_cuda(cls) -> Drain:
@@ -83,41 +85,42 @@ class Drain:
         total_gib = torch.cuda.mem_get_info()[1] / (1 << 30)
         return cls(torch.zeros(1, device="cuda"), read, total_gib * CLEAR_S_PER_GIB * CLEAR_MARGIN)
 
-    def mark(self) -> float:
-        """The MARK_AT quantile of the history (ms)."""
+    def mark(self) -> float | None:
+        """The MARK_AT quantile of the trusted reads (ms); None before the first."""
+        if not self.history:
+            return None
         return sorted(self.history)[int(MARK_AT * (len(self.history) - 1))]
 
-    def wait(self) -> dict:
-        """Wait for the device; the reply's facts.
+    def wait(self, quiet_since: float) -> dict:
+        """Wait for the device; the reply's facts. `quiet_since`: when the candidate's processes were last stopped.
 
         "waited_ms": for other work to leave and for the reads to settle; "idle": the other work left before
-        DEADLINE_S; "reads_ms": the reads timed, the last the quiet one.
+        DEADLINE_S; "reads_ms": the reads timed, the last the quiet or trusted one; "trusted": whether it was trusted.
         """
         waited, idle = wait_idle(self.probe)
         if not idle:
-            return {"waited_ms": waited, "idle": False, "reads_ms": []}
+            return {"waited_ms": waited, "idle": False, "reads_ms": [], "trusted": False}
         started = _NOW()
-        self.settle()
+        trusted = self.settle(quiet_since)
         return {"waited_ms": waited + (_NOW() - started) * 1e3, "idle": True,
-                "reads_ms": [round(ms, 4) for ms in self.reads]}  # fmt: skip
+                "reads_ms": [round(ms, 4) for ms in self.reads], "trusted": trusted}  # fmt: skip
 
-    def settle(self) -> None:
-        """Time reads until one is within QUIET_TOL of the mark, or for `clear_s` (then the last is the history)."""
+    def settle(self, quiet_since: float) -> bool:
+        """Time reads until one is within QUIET_TOL of the mark, or one is trusted (then it joins the history)."""
         self.reads = []
-        started = _NOW()
+        trusted_from = quiet_since + self.clear_s
         while True:
+            begun = _NOW()
             ms = self.read()
             self.reads.append(ms)
-            quiet = ms <= self.mark() * (1 + QUIET_TOL)
-            if len(self.reads) == 1:
-                self.history.append(ms)
-            if quiet:
-                return
-            if _NOW() - started >= self.clear_s:
-                # The device's speed now, until quicker reads say otherwise: the quantile of few is their least.
-                self.history.clear()
-                self.history.append(ms)
-                return
+            if begun >= trusted_from:
+                made = [self.read() for _ in range(MADE - 1)] if len(self.history) < MADE else []
+                self.history.extend([ms, *made])
+                self.reads += made
+                return True
+            mark = self.mark()
+            if mark is not None and ms <= mark * (1 + QUIET_TOL):
+                return False
             _SLEEP(READ_PAUSE_S)
 
 

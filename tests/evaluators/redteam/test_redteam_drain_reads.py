@@ -9,10 +9,11 @@ the test that needs it.
 
 What the attacks here aim at:
 
-- The mark is a low quantile of the first read of each of the last waits. A mark set slow (the first reads made while
-  memory was being cleared) comes down only once enough quiet waits have joined them: the candidate decides which of
-  the reference's drains are quiet, and a shape has ~17 of them.
-- A drain whose reads stay slow for `clear_s` makes them the history, the mark then theirs.
+- The mark, when this file was written, was the slowest of the three quickest reads the process ever timed: a mark set
+  slow (the first reads made while memory was being cleared) came down only after three quiet reads, and the
+  candidate decides which of the reference's drains are quiet (a shape has ~17 of them). It is now made of trusted
+  reads alone (begun `clear_s` after the candidate's last stop; test_redteam_drain_quantile.py says why).
+- A drain whose reads stayed slow for `clear_s` made them the mark.
 - The guard after a stop is LINGER_PER_LAG times what the stop waited for the slowest thread: frees made at once in
   several processes leave a lag of one share and a clearing of the sum.
 - Where the two sides do not fit side by side, the reference's check after each of the candidate's blocks gives its
@@ -58,14 +59,14 @@ def clearing(device: Device, gib: float, host_s: float = 0.0) -> Leftover:
     return Leftover(device.now + host_s + gib * SCRUB_S_PER_GIB, False, SCRUB_SLOWDOWN, 0.0, False)
 
 
-# --- 1. a mark set slow needs three quiet reads, and the candidate picks which reads are quiet ------------------------
+# --- 1. a mark set slow, and the candidate picks which reads are quiet ------------------------------------------------
 
 
 def test_a_mark_set_while_memory_was_cleared_does_not_let_frees_in_the_span_through(tmp_path, cuda_lock, device):
     """FreesBeforeTheReference unchanged (frees inside its span in its rehearsal and 7 of its 16 blocks: the median
     over blocks never sees them), beside a reference whose drain made its first reads while memory given back
     was cleared (made_while_clearing). test_redteam_timing_order.py answers these frees only beside a reference with
-    a quiet mark; here it comes down only as quiet waits join the history.
+    a quiet mark; a drain's reads made before any trusted one now set no mark.
 
     Assumed, for the precondition: a process that ends gives its memory back as cudaFree does (cleared after it is
     gone), and a new reference's drain is made within the clearing of what an ended process held: reference_for

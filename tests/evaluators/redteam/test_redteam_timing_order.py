@@ -4,17 +4,17 @@ judge/wall.py, worker/device_idle.py, worker/session.py).
 The attacks here do not make the candidate's own timer lie about its calls in a way one command shows; they steer
 what the parent compares it with:
 
-- `free_before_reference` (answered: the reference's drain times a read of device memory until it is within 5 % of a low
-  quantile of its earlier waits' first reads, and after a stop that waited for a system call the parent waits in
-  proportion; worker/device_idle.py, judge/pause.py): memory a process gives back is cleared by the driver after the
-  call returns, about 2 ms per GiB, and meanwhile another process's reads of device memory run 13-14 % slower
-  (bench/probes/free_trace.py, H200). The drain's round trips do not see it (it is the driver's work, not a context's),
-  and the candidate chooses when it happens: right after the last synchronize of its rehearsal and of its blocks that
-  come just before the reference's (ABBA: block b odd is candidate then reference, and block b + 1 starts with the
-  reference again). Giving 24 GiB back costs 9-23 ms of host time inside the candidate's span, but only in 7 of its 16
-  blocks: the parent's figure is the median over blocks, so it never sees that cost; 15 of the reference's 16 blocks ran
-  slow (1.13x, no flag). Given back from a thread just after the reply, the host time is not in the span at all; made
-  before every reply, so that no read is ever quiet, it is in every block's span.
+- `free_before_reference` (answered: the reference's drain times a read of device memory until it is within 5 % of the
+  mark of its trusted reads (begun long enough after the candidate's last stop), and after a stop that waited for a
+  system call the parent waits in proportion; worker/device_idle.py, judge/pause.py): memory a process gives back is
+  cleared by the driver after the call returns, about 2 ms per GiB, and meanwhile another process's reads of device
+  memory run 13-14 % slower (bench/probes/free_trace.py, H200). The drain's round trips do not see it (it is the
+  driver's work, not a context's), and the candidate chooses when it happens: right after the last synchronize of its
+  rehearsal and of its blocks that come just before the reference's (ABBA: block b odd is candidate then reference, and
+  block b + 1 starts with the reference again). Giving 24 GiB back costs 9-23 ms of host time inside the candidate's
+  span, but only in 7 of its 16 blocks: the parent's figure is the median over blocks, so it never sees that cost; 15 of
+  the reference's 16 blocks ran slow (1.13x, no flag). Given back from a thread just after the reply, the host time is
+  not in the span at all; made before every reply, so that no read is ever quiet, it is in every block's span.
 - `few_reps_forge` (answered: the jitter is spread over the repetitions a call of the parent's figure is given): the
   candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up that sleeps 50 ms a call gets
   it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of allowance instead of 0.002 ms at 500;
@@ -127,7 +127,7 @@ class Worker:
                 device.now += min(left.until - device.now, DEADLINE_S)
             self.drain.reads = []
             if not outlasts:
-                self.drain.settle()
+                self.drain.settle(command["quiet_since"])
             meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts, "reads_ms": self.drain.reads}
             return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
@@ -180,6 +180,7 @@ def device(monkeypatch) -> Device:
         device.now += seconds
 
     monkeypatch.setattr(timing_plan, "_SLEEP", sleep)
+    monkeypatch.setattr(timing_plan, "_CLOCK", lambda: device.now)
     monkeypatch.setattr(device_idle, "_SLEEP", sleep)
     monkeypatch.setattr(device_idle, "_NOW", lambda: device.now)
     return device
