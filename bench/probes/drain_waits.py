@@ -40,9 +40,9 @@ def patch(module):
     out = open(os.path.join(LOG, f"{{os.getpid()}}.jsonl"), "a", buffering=1)
     wait = module.Drain.wait
 
-    def logged(self, quiet_since):
-        mark, started = self.mark(), time.perf_counter()
-        reply = wait(self, quiet_since)
+    def logged(self, mark, quiet_since):
+        started = time.perf_counter()
+        reply = wait(self, mark, quiet_since)
         out.write(json.dumps({{"t": started, "mark": mark, "reply": reply, "clear_s": self.clear_s}}) + "\n")
         return reply
 
@@ -86,7 +86,7 @@ def analyze(out: Path) -> None:
             if not reads:
                 continue  # not idle: no reads were timed
             waited_s = entry["reply"]["waited_ms"] / 1e3
-            kind = "trusted" if entry["reply"]["trusted"] else "first" if len(reads) == 1 else "went on"
+            kind = "trusted" if entry["reply"]["trusted_ms"] else "first" if len(reads) == 1 else "went on"
             kinds[kind].append({"waited_s": waited_s, "first": reads[0] / mark, "last": reads[-1] / mark})
     print("kind            waits  seconds    first read     last read")
     for kind, rows in kinds.items():

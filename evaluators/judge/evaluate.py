@@ -287,7 +287,7 @@ def _kept_by(candidate: Worker, options: EvalOptions, device: str) -> bool:
 def _left_by(candidate: Worker, reference, shape: int) -> bool:
     """Whether the device goes idle once the candidate's processes are killed: then the work was theirs."""
     candidate.kill()
-    command = {"cmd": "drain", "shape": shape, "quiet_since": time.monotonic()}
+    command = {"cmd": "drain", "shape": shape, "mark_ms": None, "quiet_since": time.monotonic()}
     return reference.request(command, "drained", "timing").meta.get("idle") is True
 
 

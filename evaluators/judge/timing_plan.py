@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evaluators.judge import quiet_reads
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_kind
 from evaluators.judge.wall import Span
@@ -309,7 +310,10 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         def drain() -> None:
             """The reference's wait until what the candidate left on the device ends (worker/device_idle.py)."""
-            reply = reference_call({"cmd": "drain", "shape": shape, "quiet_since": stopped[0]}, "drained").meta
+            key = device_key(device)
+            command = {"cmd": "drain", "shape": shape, "mark_ms": quiet_reads.mark(key), "quiet_since": stopped[0]}
+            reply = reference_call(command, "drained").meta
+            quiet_reads.add(key, reply.get("trusted_ms") or [])
             drained.append(reply["waited_ms"])
             if reply.get("idle") is False:
                 raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "

@@ -22,12 +22,13 @@ device's memory) or more after the candidate's processes were last stopped, whic
 (`quiet_since`, on the host's monotonic clock). Any other read the candidate can place: a clearing sized to end just
 after the drain's first read before its own block slows none of its own repetitions, so marks made of first reads, or
 reset to slow reads after a long wait, were kept slow by a candidate that slowed every read
-(tests/evaluators/redteam/test_redteam_drain_quantile.py). A process with no trusted read yet waits for them (once, up
-to `clear_s`, 0.38 s on an H200), and a wait that lasts until its reads are trusted adds one to the HISTORY, whose
-MARK_AT quantile is the mark: a device slower now becomes the mark, and a trusted read no candidate slowed cannot be
-outvoted by a few that a clearing queued for longer. A candidate that gives memory back before its replies, to slow
-the reference's blocks after them, pays for it inside its own span, which the parent's clock sees (judge/wall.py).
-Memory given back after the reply is the parent's to wait out (judge/pause.py, judge/timing_plan.py).
+(tests/evaluators/redteam/test_redteam_drain_quantile.py). The parent keeps the device's trusted reads and sends
+their mark (judge/quiet_reads.py); with none yet, the wait lasts until its reads are trusted (once a device, up to
+`clear_s`, 0.38 s on an H200), and so does a wait whose reads stay slow: a device slower now becomes the mark as its
+trusted reads come, and a few that a clearing queued for longer than `clear_s` slowed are outvoted. A candidate that
+gives memory back before its replies, to slow the reference's blocks after them, pays for it inside its own span,
+which the parent's clock sees (judge/wall.py). Memory given back after the reply is the parent's to wait out
+(judge/pause.py, judge/timing_plan.py).
 
 Work still there after DEADLINE_S is the parent's to weigh, and the reference is not timed beside it
 (judge/evaluate.py): work sized to outlast the wait and end before the candidate's next command raised the reference's
@@ -38,16 +39,16 @@ spans, from which the harness's cost is calibrated, and so lowered the candidate
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 QUICK_S, PASSES, DEADLINE_S = 200e-6, 3, 2.0
-# The read: 256 MiB is about 60-100 us on an H200, slowed by the clearing as much as 8 GiB was. Between reads the
-# device is left alone a little, for the clearing to go on. A process's first trusted reads are MADE, back to back.
-READ_BYTES, QUIET_TOL, MARK_AT, HISTORY, MADE, READ_PAUSE_S = 256 << 20, 0.05, 0.25, 32, 4, 0.5e-3
+# The read: 256 MiB is about 60-100 us on an H200, slowed by the clearing 13-14 %, as much as 8 GiB was; a read right
+# after another spreads by about 3 % (90th percentile over the mark) and its buffer's placement moves it up to 2 %.
+# Between reads the device is left alone a little, for the clearing to go on. Trusted reads are MADE, back to back.
+READ_BYTES, QUIET_TOL, MADE, READ_PAUSE_S = 256 << 20, 0.08, 4, 0.5e-3
 # The clearing ran at up to 2.2 ms per GiB given back once the call returned (bench/probes/free_trace.py, H200): what
 # the whole device's memory would take, with a margin, bounds it.
 CLEAR_S_PER_GIB, CLEAR_MARGIN = 2.2e-3, 1.25
@@ -57,15 +58,11 @@ _NOW, _SYNC, _SLEEP = time.monotonic, torch.cuda.synchronize, time.sleep
 
 @dataclass
 class Drain:
-    """One process's wait for the device: its round-trip tensor, its timed read and the history of trusted reads.
-
-    `read()` times one read (ms). The history lasts as long as the process, across shapes and evaluations.
-    """
+    """One process's wait for the device: its round-trip tensor and its timed read. `read()` times one read (ms)."""
 
     probe: torch.Tensor
     read: Callable[[], float]
     clear_s: float  # the longest the clearing of memory given back can last on this device
-    history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     reads: list[float] = field(default_factory=list)
 
     @classmethod
@@ -85,28 +82,22 @@ class Drain:
         total_gib = torch.cuda.mem_get_info()[1] / (1 << 30)
         return cls(torch.zeros(1, device="cuda"), read, total_gib * CLEAR_S_PER_GIB * CLEAR_MARGIN)
 
-    def mark(self) -> float | None:
-        """The MARK_AT quantile of the trusted reads (ms); None before the first."""
-        if not self.history:
-            return None
-        return sorted(self.history)[int(MARK_AT * (len(self.history) - 1))]
-
-    def wait(self, quiet_since: float) -> dict:
+    def wait(self, mark_ms: float | None, quiet_since: float) -> dict:
         """Wait for the device; the reply's facts. `quiet_since`: when the candidate's processes were last stopped.
 
         "waited_ms": for other work to leave and for the reads to settle; "idle": the other work left before
-        DEADLINE_S; "reads_ms": the reads timed, the last the quiet or trusted one; "trusted": whether it was trusted.
+        DEADLINE_S; "reads_ms": the reads timed, the last the quiet or trusted one; "trusted_ms": the trusted reads.
         """
         waited, idle = wait_idle(self.probe)
         if not idle:
-            return {"waited_ms": waited, "idle": False, "reads_ms": [], "trusted": False}
+            return {"waited_ms": waited, "idle": False, "reads_ms": [], "trusted_ms": []}
         started = _NOW()
-        trusted = self.settle(quiet_since)
+        trusted = self.settle(mark_ms, quiet_since)
         return {"waited_ms": waited + (_NOW() - started) * 1e3, "idle": True,
-                "reads_ms": [round(ms, 4) for ms in self.reads], "trusted": trusted}  # fmt: skip
+                "reads_ms": [round(ms, 4) for ms in self.reads], "trusted_ms": trusted}  # fmt: skip
 
-    def settle(self, quiet_since: float) -> bool:
-        """Time reads until one is within QUIET_TOL of the mark, or one is trusted (then it joins the history)."""
+    def settle(self, mark_ms: float | None, quiet_since: float) -> list[float]:
+        """Time reads until one is within QUIET_TOL of `mark_ms`, or one is trusted; the trusted reads (MADE)."""
         self.reads = []
         trusted_from = quiet_since + self.clear_s
         while True:
@@ -114,13 +105,11 @@ class Drain:
             ms = self.read()
             self.reads.append(ms)
             if begun >= trusted_from:
-                made = [self.read() for _ in range(MADE - 1)] if len(self.history) < MADE else []
-                self.history.extend([ms, *made])
-                self.reads += made
-                return True
-            mark = self.mark()
-            if mark is not None and ms <= mark * (1 + QUIET_TOL):
-                return False
+                trusted = [ms, *(self.read() for _ in range(MADE - 1))]
+                self.reads[-1:] = trusted
+                return trusted
+            if mark_ms is not None and ms <= mark_ms * (1 + QUIET_TOL):
+                return []
             _SLEEP(READ_PAUSE_S)
 
 

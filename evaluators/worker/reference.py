@@ -287,7 +287,7 @@ def serve_reference(session: Session) -> None:
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "drain":
-            session.reply("drained", _drain().wait(command["quiet_since"]))
+            session.reply("drained", _drain().wait(command["mark_ms"], command["quiet_since"]))
         elif cmd == "room":  # with this shape's model built: it is part of what the device holds
             session.reply("room", timing_room(session, meta["sizes"][shape], command["settle"]))
         elif cmd == "time_compiled":
@@ -307,7 +307,7 @@ def serve_reference(session: Session) -> None:
 
 @functools.cache
 def _drain() -> device_idle.Drain:
-    """The wait for the device before the timing commands, made once a process: its marks last with it."""
+    """The wait for the device before the timing commands, made once a process."""
     return device_idle.Drain.on_cuda()
 
 

@@ -118,7 +118,7 @@ def test_a_slow_mark_is_not_kept_by_slowing_the_reads_before_the_candidates_own_
     flag, on every shape: the mark never comes down."""
     reference = made_while_clearing(device)
     results = shapes(tmp_path, reference, SlowsEveryRead(device, "candidate", CALL_MS, HARNESS_MS), 3)
-    assert all(not_fooled(result) for result in results), (summary(results), reference.drain.mark())
+    assert all(not_fooled(result) for result in results), (summary(results), order.device_mark())
 
 
 def test_slowing_every_read_gains_nothing_beside_a_quiet_mark(tmp_path, cuda_lock, device):
@@ -155,7 +155,7 @@ def test_the_clear_s_reset_is_not_kept_slow_by_slowing_every_read(tmp_path, cuda
     read ever joins it. Got 1.12x, no flag, on the first shape and the next."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
     results = shapes(tmp_path, reference, ResetsThenSlowsEveryRead(device, "candidate", CALL_MS, HARNESS_MS), 2)
-    assert all(not_fooled(result) for result in results), (summary(results), list(reference.drain.history))
+    assert all(not_fooled(result) for result in results), (summary(results), order.device_mark())
 
 
 # --- 3. timed apart, the waits before the candidate's blocks alone fill the history --------------------------------
@@ -175,7 +175,7 @@ def test_a_shape_timed_apart_does_not_let_the_candidate_fill_the_history(tmp_pat
     reference = Worker(device, "reference", BIG_CALL_MS, BIG_HARNESS_MS)
     attacker = SlowsEveryRead(device, "candidate", BIG_CALL_MS, BIG_HARNESS_MS, warm_ms=0.05, margin_s=0.5e-3)
     first = judged(tmp_path, reference, attacker, APART)
-    mark_after_apart = reference.drain.mark()
+    mark_after_apart = order.device_mark()
     for worker in (reference, attacker):
         worker.call_ms = worker.warm_ms = CALL_MS
         worker.harness_ms = HARNESS_MS
@@ -229,4 +229,4 @@ def test_a_slow_mark_is_not_kept_by_frees_from_the_candidates_own_process(tmp_pa
     block 15), under the quarter the mark allows; its own blocks lose ~5 % on the first repetitions."""
     reference = made_while_clearing(device)
     results = shapes(tmp_path, reference, SlowsReadsFromItsOwnProcess(device, "candidate", CALL_MS, HARNESS_MS), 3)
-    assert all(not_fooled(result) for result in results), (summary(results), reference.drain.mark())
+    assert all(not_fooled(result) for result in results), (summary(results), order.device_mark())

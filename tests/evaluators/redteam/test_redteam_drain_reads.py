@@ -76,7 +76,7 @@ def test_a_mark_set_while_memory_was_cleared_does_not_let_frees_in_the_span_thro
     same GPU, routine in a batch. (Or a candidate beside it, as made_while_clearing says.)"""
     reference = made_while_clearing(device)
     result = judged(tmp_path, reference, FreesBeforeTheReference(device, "candidate", CALL_MS, HARNESS_MS))
-    assert not_fooled(result), (codes(result), result.speedup, reference.drain.mark())
+    assert not_fooled(result), (codes(result), result.speedup, order.device_mark())
 
 
 # --- 2. reads slow for clear_s become the history ---------------------------------------------------------------------
@@ -108,9 +108,9 @@ def test_reads_kept_slow_past_clear_s_do_not_become_the_mark(tmp_path, cuda_lock
     drain before the reference's block 0 then times out and takes the slow reads as the history
     (device_idle.Drain.settle), and every later clearing passes it."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    quiet_mark = reference.drain.mark()
+    quiet_mark = order.device_mark()
     result = judged(tmp_path, reference, OutlastsClearS(device, "candidate", CALL_MS, HARNESS_MS))
-    assert not_fooled(result), (codes(result), result.speedup, quiet_mark, reference.drain.mark())
+    assert not_fooled(result), (codes(result), result.speedup, quiet_mark, order.device_mark())
 
 
 # --- 3. frees that end as the reply goes: nothing in the span, nothing for the stop to wait for ----------------------

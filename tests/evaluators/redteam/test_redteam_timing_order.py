@@ -44,7 +44,7 @@ import pytest
 import torch
 
 from evaluators import EvalOptions, evaluate
-from evaluators.judge import timing_plan, verdicts, wall
+from evaluators.judge import quiet_reads, timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import DeviceBusy, time_side_by_side
 from evaluators.worker import device_idle
@@ -125,10 +125,11 @@ class Worker:
             outlasts = bool(left and left.seen_by_drain and left.until - device.now > DEADLINE_S)
             if left and left.seen_by_drain:
                 device.now += min(left.until - device.now, DEADLINE_S)
-            self.drain.reads = []
+            self.drain.reads, trusted = [], []
             if not outlasts:
-                self.drain.settle(command["quiet_since"])
-            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts, "reads_ms": self.drain.reads}
+                trusted = self.drain.settle(command["mark_ms"], command["quiet_since"])
+            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts, "reads_ms": self.drain.reads,
+                    "trusted_ms": trusted}  # fmt: skip
             return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
             device.now += CHECK_S
@@ -181,6 +182,7 @@ def device(monkeypatch) -> Device:
 
     monkeypatch.setattr(timing_plan, "_SLEEP", sleep)
     monkeypatch.setattr(timing_plan, "_CLOCK", lambda: device.now)
+    monkeypatch.setattr(quiet_reads, "_reads", {})  # the parent's trusted reads: this device's alone
     monkeypatch.setattr(device_idle, "_SLEEP", sleep)
     monkeypatch.setattr(device_idle, "_NOW", lambda: device.now)
     return device
@@ -273,6 +275,11 @@ class FreesBeforeEveryReply(FreesBeforeTheReference):
 
     def gib(self, command) -> int:
         return 16
+
+
+def device_mark() -> float | None:
+    """The mark the parent keeps for the simulated device (judge/quiet_reads.py)."""
+    return quiet_reads.mark("cuda-fake")
 
 
 def made_while_clearing(device: Device) -> Worker:
