@@ -15,6 +15,11 @@ A thread inside a system call stops only on its way out, so a call made just aft
 giving device memory back is such a call, and the driver's clearing of that memory outlasts it and slows the
 reference's reads (worker/device_idle.py). How long the stop waited for such threads is kept (`lag_s`), and the
 reference's turn waits in proportion (judge/timing_plan.py).
+
+A stopped process can still end: a kernel timer armed before the stop delivers SIGKILL on time, and what the process
+held on the device is then given back and cleared during the reference's turn, after the reference's wait for a
+quiet device. So each resume counts the processes that were running at the stop and are gone or dead now (`ended`),
+and the candidate is flagged for it (judge/verdicts.py).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class Stopper:
         self.root = root
         self.signalled: set[int] = set()
         self.lag_s = 0.0  # how long the last stop's threads still ran after their signal, summed over the threads
+        self.running: set[int] = set()  # the processes alive at the last stop
+        self.ended = 0  # processes that were alive at a stop and had ended by the resume after it
 
     def stop(self) -> None:
         # The process group is signalled at once, and the threads of the last stop's processes looked at right away,
@@ -65,8 +72,11 @@ class Stopper:
             _settle(late)
             lag += (time.monotonic() - signalled_at) * len(late)
         self.signalled, self.lag_s = signalled, lag
+        self.running = {pid for pid in signalled if _alive(pid)}
 
     def resume(self) -> None:
+        self.ended += sum(not _alive(pid) for pid in self.running)
+        self.running = set()
         _signal_group(self.root, signal.SIGCONT)
         for pid in self.signalled:
             _kill(pid, signal.SIGCONT)
@@ -153,6 +163,15 @@ def _tasks(pid: int) -> list[Path]:
         return list((PROC / str(pid) / "task").iterdir())
     except OSError:
         return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists and has not ended (a dead child stays a zombie while its stopped parent waits)."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return text[text.rfind(")") + 2 :][:1] not in ("Z", "X", "")
 
 
 def _state(task: Path) -> str | None:

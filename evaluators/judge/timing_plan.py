@@ -100,6 +100,8 @@ class ShapeTiming:
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
     mismatch: list | None = None  # the reference's check: [repetition, mismatch] of the first that differs
     drained_ms: float = 0.0  # how long the reference waited, before its commands, for what the candidate left to end
+    busy_ms: float = 0.0  # of which other work on the device: the candidate's, queued before its stop
+    ended_stopped: int = 0  # the candidate's processes that ended while stopped (judge/pause.py)
 
 
 class DeviceBusy(Exception):
@@ -306,15 +308,23 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         guard = [_guard_s(stopper), time.perf_counter()]  # (seconds to wait, since when) before the reference's turn
         stopped = [_CLOCK()]  # when the candidate's processes were last stopped: what it gave back clears from then
-        drained: list[float] = []
+        drained, busy = [], []
+        key, pending, ended = device_key(device), [], [0]  # this stop's trusted reads; its processes ended so far
+
+        def keep_trusted() -> None:
+            """Keep the trusted reads of the stop just ended, unless a process of the candidate's ended during it."""
+            if stopper.ended == ended[0]:
+                quiet_reads.add(key, pending)
+            pending.clear()
+            ended[0] = stopper.ended
 
         def drain() -> None:
             """The reference's wait until what the candidate left on the device ends (worker/device_idle.py)."""
-            key = device_key(device)
             command = {"cmd": "drain", "shape": shape, "mark_ms": quiet_reads.mark(key), "quiet_since": stopped[0]}
             reply = reference_call(command, "drained").meta
-            quiet_reads.add(key, reply.get("trusted_ms") or [])
+            pending.extend(reply.get("trusted_ms") or [])
             drained.append(reply["waited_ms"])
+            busy.append(reply.get("busy_ms", 0.0))
             if reply.get("idle") is False:
                 raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
                                  f"ms (its reads of device memory, ms: {_few(reply.get('reads_ms'))})")  # fmt: skip
@@ -325,6 +335,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 # and the reference's read here is one the candidate cannot keep slow without slowing its own block.
                 drain()
             stopper.resume()
+            keep_trusted()
             try:
                 return candidate_call(command, event)
             finally:
@@ -388,8 +399,10 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 _check_block(reference_call, where, candidate, layout, b == len(runs) - 1, options.strict)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
-        candidate_timing.drained_ms = sum(drained)
+        candidate_timing.drained_ms, candidate_timing.busy_ms = sum(drained), sum(busy)
         if compiled is not None:
             reference_timing.compiled = compiled(reference)
+    keep_trusted()  # the last stop's, once its resume (as the lock is let go) has counted what ended
+    candidate_timing.ended_stopped = stopper.ended
     reference_timing.layout = candidate_timing.layout = layout
     return reference_timing, candidate_timing

@@ -153,6 +153,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
             f"{side:.3g} ms per call (counted)",
         )
     runtime += side
+    _flag_left_behind(result, shape_result.name, timing)
     clock = wall.judge_timing(timing, reference, reps_for)
     if device == "cuda" and clock.disputed:
         result.flag(
@@ -264,6 +265,24 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
 # 2.1 us on calls under 0.25 ms, in 232 shape timings of the bundled references judged as themselves on an H100
 # (docs/BENCHMARKS_HISTORY.md); at 1 us, 1.0 us of that noise was counted into an 18 us call, 5.8 % of it.
 SIDE_NOISE_MS, SIDE_NOISE_SHARE = 0.0025, 0.01
+# Other work the reference's waits met over a shape: an honest candidate's calls are synchronized before it replies,
+# so it leaves none; another process starting on the device may cost tens of ms. Past this, the candidate's work
+# (each wait may last up to 2 s, worker/device_idle.py, and a shape has dozens) is what the evaluation pays for.
+BUSY_MS = 500.0
+
+
+def _flag_left_behind(result: EvalResult, shape: str, timing: timing_plan.ShapeTiming) -> None:
+    """Flag what the candidate left to act in the reference's turns.
+
+    Processes that ended while stopped (what they held was given back then), and work on the device that held the
+    reference's waits past BUSY_MS.
+    """
+    if timing.ended_stopped:
+        result.flag("side_stream", f"shape {shape}: {timing.ended_stopped} of its processes ended while stopped, "
+                                   "giving back what they held during the reference's turn")  # fmt: skip
+    if timing.busy_ms > BUSY_MS:
+        result.flag("side_stream", f"shape {shape}: work it left on the device held the reference's waits for "
+                                   f"{timing.busy_ms / 1e3:.2f} s")  # fmt: skip
 
 
 def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: float) -> float:

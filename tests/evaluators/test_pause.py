@@ -1,5 +1,7 @@
 """The candidate's processes stopped while the reference is timed: no thread or child of it runs in those turns."""
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -156,3 +158,31 @@ def test_a_resume_returns_once_the_threads_have_run_and_wait_again(monkeypatch, 
     started = clock.now
     stopper.resume()
     assert clock.now - started == pytest.approx(pause.AWAKE_S, abs=2e-4)
+
+
+def test_a_process_that_ends_while_stopped_is_counted_at_the_resume():
+    """A stopped process can still be killed (a timer armed before the stop delivers SIGKILL on time): the resume counts
+    it, and what it held was given back during the reference's turn."""
+    parent = subprocess.Popen([sys.executable, "-c", CHILD_OF_ITS_OWN], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        stopper = pause.Stopper(parent.pid)
+        stopper.stop()
+        stopper.resume()
+        assert stopper.ended == 0
+        stopper.stop()
+        os.kill(child, signal.SIGKILL)
+        time.sleep(0.2)
+        stopper.resume()
+        assert stopper.ended == 1  # a zombie while its stopped parent could not wait for it
+    finally:
+        parent.kill()
+        parent.wait(10)
+
+
+CHILD_OF_ITS_OWN = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+time.sleep(60)
+"""

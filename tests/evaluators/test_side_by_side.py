@@ -63,6 +63,7 @@ class Stopper:
     def __init__(self, log: list):
         self.log = log
         self.lag_s = 0.0  # no thread of theirs was in a system call when stopped
+        self.ended = 0  # nor did any end while stopped
 
     def stop(self):
         self.log.append(("parent", {"cmd": "stop"}))

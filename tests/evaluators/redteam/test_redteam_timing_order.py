@@ -86,6 +86,7 @@ class Device:
     now: float = 0.0
     leftover: Leftover | None = None
     lag_s: float = 0.0  # host time a candidate's thread spends in a system call after its reply (the stop waits it)
+    deaths: list = field(default_factory=list)  # when a process of the candidate's ended (a timer's SIGKILL)
     log: list = field(default_factory=list)
 
     def active(self) -> Leftover | None:
@@ -125,11 +126,12 @@ class Worker:
             outlasts = bool(left and left.seen_by_drain and left.until - device.now > DEADLINE_S)
             if left and left.seen_by_drain:
                 device.now += min(left.until - device.now, DEADLINE_S)
+            busy_ms = (device.now - started) * 1e3
             self.drain.reads, trusted = [], []
             if not outlasts:
                 trusted = self.drain.settle(command["mark_ms"], command["quiet_since"])
-            meta = {"waited_ms": (device.now - started) * 1e3, "idle": not outlasts, "reads_ms": self.drain.reads,
-                    "trusted_ms": trusted}  # fmt: skip
+            meta = {"waited_ms": (device.now - started) * 1e3, "busy_ms": busy_ms, "idle": not outlasts,
+                    "reads_ms": self.drain.reads, "trusted_ms": trusted}  # fmt: skip
             return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
             device.now += CHECK_S
@@ -192,14 +194,17 @@ class Stopper:
     """judge/pause.py's Stopper on the simulated device: its stop waits out a thread's system call, and says so."""
 
     def __init__(self, device: Device):
-        self.device, self.lag_s = device, 0.0
+        self.device, self.lag_s, self.ended = device, 0.0, 0
+        self.stopped_at = 0.0
 
     def stop(self):
         self.device.now += self.device.lag_s
         self.lag_s, self.device.lag_s = self.device.lag_s, 0.0
+        self.stopped_at = self.device.now
 
     def resume(self):
-        pass
+        """As judge/pause.py's: the processes that ended while stopped (the device's record of deaths) are counted."""
+        self.ended += sum(self.stopped_at <= at < self.device.now for at in self.device.deaths)
 
 
 SIDE_BY_SIDE = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
