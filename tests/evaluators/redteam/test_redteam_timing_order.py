@@ -177,7 +177,11 @@ def cuda_lock(monkeypatch):
 @pytest.fixture
 def device(monkeypatch) -> Device:
     """The simulated device, whose clock the parent's and the reference's waits move."""
-    device = Device()
+    return simulated(monkeypatch, Device())
+
+
+def simulated(monkeypatch, device: Device) -> Device:
+    """`device` made the clock of the parent's and the reference's waits."""
 
     def sleep(seconds: float) -> None:
         device.now += seconds

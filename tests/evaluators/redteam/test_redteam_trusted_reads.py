@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from evaluators.judge import quiet_reads, timing_plan
+from evaluators.judge import timing_plan
 from evaluators.worker import device_idle
 from tests.evaluators.redteam import test_redteam_timing_order as order
 from tests.evaluators.redteam.test_redteam_drain_reads import FreesEndingAtTheReply, not_fooled
@@ -83,17 +83,7 @@ class TimedDevice(Device):
 @pytest.fixture
 def device(monkeypatch) -> TimedDevice:
     """test_redteam_timing_order.device, on a TimedDevice."""
-    device = TimedDevice()
-
-    def sleep(seconds: float) -> None:
-        device.now += seconds
-
-    monkeypatch.setattr(timing_plan, "_SLEEP", sleep)
-    monkeypatch.setattr(timing_plan, "_CLOCK", lambda: device.now)
-    monkeypatch.setattr(quiet_reads, "_reads", {})
-    monkeypatch.setattr(device_idle, "_SLEEP", sleep)
-    monkeypatch.setattr(device_idle, "_NOW", lambda: device.now)
-    return device
+    return order.simulated(monkeypatch, TimedDevice())
 
 
 def summary(results) -> list:
