@@ -61,7 +61,10 @@ def test_a_batch_judges_for_real_and_a_rerun_judges_nothing_again(tmp_path, monk
     assert missing_row["status"] == "not_judged" and "no candidate file" in missing_row["message"]
     summary = report(out)["summary"]
     assert summary["fast_0"] == pytest.approx(1 / 3) and summary["correct"] == 2
-    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    # One line a judged problem, and a second where its change was significant and a strict run confirmed it (on a
+    # busy CPU the reference judged as itself can read so): never a line for the problem with no candidate.
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {line["row"]["key"] for line in lines} == {"level1/1_Scale_by_two", "level1/2_Relu"} and len(lines) <= 4
     assert "| level1/2_Relu | correct |" in (out / "suite.md").read_text()
 
     def no_evaluation(*args, **kwargs):
