@@ -167,17 +167,18 @@ def _tasks(pid: int) -> list[Path]:
 
 def _alive(pid: int) -> bool:
     """Whether process `pid` exists and has not ended (a dead child stays a zombie while its stopped parent waits)."""
-    try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return False
-    return text[text.rfind(")") + 2 :][:1] not in ("Z", "X", "")
+    return _stat_letter(PROC / str(pid)) not in (None, "Z", "X")
 
 
 def _state(task: Path) -> str | None:
-    """A thread's state letter from its /proc stat line (the name before it, in parentheses, may hold spaces)."""
+    """A thread's state letter (its own name: the stops' and resumes' looks at threads, which tests count)."""
+    return _stat_letter(task)
+
+
+def _stat_letter(entry: Path) -> str | None:
+    """The state letter of a /proc stat line (the name before it, in parentheses, may hold spaces); None if gone."""
     try:
-        text = (task / "stat").read_text()
+        text = (entry / "stat").read_text()
     except OSError:
         return None
     return text[text.rfind(")") + 2 :][:1] or None

@@ -12,7 +12,7 @@ the stop can outlast it:
   runs slow: on an H200, 13-14 % for about 2 ms per GiB given back (reads of 512 MiB to 8 GiB; 8-9 % at 64 MiB), while a
   memset or a page-strided read were not slowed (bench/probes/free_trace.py). No context's work shows it, and the
   device's free memory is whole at once. So the wait times a read of READ_BYTES until one is within QUIET_TOL of
-  the process's mark, or until its reads are trusted. Each timed read comes right after an untimed one: a read just
+  the device's mark, or until its reads are trusted. Each timed read comes right after an untimed one: a read just
   after writes (the other side's outputs, a memset) pays for writing their lines back from the cache, and read so it
   spread by 20-50 % from read to read where the clearing moves it 13-14 % (bench/probes/read_kinds.py,
   bench/probes/drain_waits.py).

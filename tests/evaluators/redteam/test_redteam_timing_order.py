@@ -4,8 +4,8 @@ judge/wall.py, worker/device_idle.py, worker/session.py).
 The attacks here do not make the candidate's own timer lie about its calls in a way one command shows; they steer
 what the parent compares it with:
 
-- `free_before_reference` (answered: the reference's drain times a read of device memory until it is within 5 % of the
-  mark of its trusted reads (begun long enough after the candidate's last stop), and after a stop that waited for a
+- `free_before_reference` (answered: the reference's drain times a read of device memory until it is within 8 % of the
+  device's mark of trusted reads (begun long enough after the candidate's last stop), and after a stop that waited for a
   system call the parent waits in proportion; worker/device_idle.py, judge/pause.py): memory a process gives back is
   cleared by the driver after the call returns, about 2 ms per GiB, and meanwhile another process's reads of device
   memory run 13-14 % slower (bench/probes/free_trace.py, H200). The drain's round trips do not see it (it is the
