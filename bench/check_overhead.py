@@ -1,13 +1,14 @@
 """What an evaluation costs at this tree against another checkout: warm evaluations of one problem, in one process.
 
-    python bench/check_overhead.py --problem row_softmax [--device cuda] [--old TREE] [--runs 7] [--out FILE]
+    python bench/check_overhead.py --problem row_softmax [--device cuda] [--old TREE] [--runs 7] [--rounds 2]
+                                   [--out FILE]
 
-Each tree gets a fresh process that evaluates the problem's reference as its own candidate `--runs` times in a row
-(the first warms the reference worker, the spares and the caches up and is left out), the way the graph evaluates
-candidate after candidate. Prints, per tree, the median wall time of an evaluation and of each stage, how many shape
-timings the evaluations made (a disputed shape is timed twice), and the ratio of this tree's median to the other's:
-the cost of whatever the two trees check differently. `--old` is a checkout
-of another commit (for example `git worktree add /tmp/base HEAD~3`, or `git archive` unpacked).
+In each of `--rounds` rounds, each tree in turn gets a fresh process that evaluates the problem's reference as its own
+candidate `--runs` times in a row (the first warms the reference worker, the spares and the caches up and is left
+out), the way the graph evaluates candidate after candidate. Prints, per tree, the median wall time of an evaluation
+and of each stage, how many shape timings the evaluations made (a disputed shape is timed twice), and the ratio of
+this tree's median to the other's: the cost of whatever the two trees check differently. `--old` is a checkout of
+another commit (for example `git worktree add /tmp/base HEAD~3`, or `git archive` unpacked).
 """
 
 from __future__ import annotations
@@ -76,12 +77,13 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--old", type=Path, help="another checkout to compare with")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=2, help="fresh processes per tree, the trees alternating")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     trees = {"this tree": ROOT} | ({"old": args.old.resolve()} if args.old else {})
     # Alternated, so a machine that warms up or slows down over the run favours neither tree.
     results = {name: [] for name in trees}
-    for _ in range(2):
+    for _ in range(args.rounds):
         for name, tree in trees.items():
             results[name] += run_tree(tree, args.problem, args.device, args.runs)[1:]  # the first warms up
     table = {name: summary(rows) for name, rows in results.items()}

@@ -3,10 +3,10 @@
 `python bench/probes/pause_cost.py [PROBLEM] [--device cpu|cuda]` evaluates PROBLEM (default: row_softmax) with its
 reference as the candidate, twice (a cold evaluation, then one with the reference warm), and times every pause: the
 SIGSTOP to the candidate's group and every descendant, the wait until each of its threads reads as stopped, and the
-SIGCONT that ends it. The candidate is stopped through a shape's timing but for its own commands: a pause covers the
-reference's commands (its blocks, its check of each of the candidate's) up to the candidate's next. Prints per
-evaluation the pauses' count, median and total, the candidate's threads at the last pause, and the evaluation's wall
-time.
+SIGCONT that ends it (and, of it, the wait for the continued threads to have run). The candidate is stopped through a
+shape's timing but for its own commands: a pause covers the reference's commands (its blocks, its check of each of the
+candidate's) up to the candidate's next. Prints per evaluation the pauses' count, median and total, the candidate's
+threads at the last pause, and the evaluation's wall time.
 """
 
 import argparse
@@ -25,6 +25,7 @@ from evaluators.judge import pause  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 PAUSES: list[float] = []  # seconds each pause cost the parent: stopping, and continuing
+RESUMES: list[float] = []  # of which continuing (the wait until the threads have run: pause.AWAKE_S at most)
 THREADS: list[int] = []
 _stop, _resume = pause.Stopper.stop, pause.Stopper.resume
 
@@ -40,7 +41,8 @@ def timed_resume(self) -> None:
     # Every resume ends the stop before it (judge/timing_plan.py): the pause's cost is both.
     start = time.perf_counter()
     _resume(self)
-    PAUSES[-1] += time.perf_counter() - start
+    RESUMES.append(time.perf_counter() - start)
+    PAUSES[-1] += RESUMES[-1]
 
 
 pause.Stopper.stop, pause.Stopper.resume = timed_stop, timed_resume
@@ -54,13 +56,15 @@ def main() -> None:
     problem = load_problem(args.problem)
     for label in ("cold", "warm"):
         PAUSES.clear()
+        RESUMES.clear()
         start = time.perf_counter()
         result = evaluate(problem, alias_candidate(problem.path.read_text()), args.device)
         wall = time.perf_counter() - start
         ms = [s * 1e3 for s in PAUSES]
         print(
             f"{label}: {result.status}, {len(ms)} pauses, median {statistics.median(ms):.2f} ms, total {sum(ms):.0f} ms"
-            f" of {wall:.2f} s; the candidate had {THREADS[-1]} threads"
+            f" of {wall:.2f} s (continuing: median {statistics.median(RESUMES) * 1e3:.2f} ms, total"
+            f" {sum(RESUMES) * 1e3:.0f} ms); the candidate had {THREADS[-1]} threads"
         )
 
 

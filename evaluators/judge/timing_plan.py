@@ -96,7 +96,7 @@ class ShapeTiming:
     compiled: dict | None = None
     fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
     lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
-    alone: bool = False  # timed with nothing timed or started on the machine's other GPUs meanwhile
+    host_held: bool = False  # timed with no worker starting or first calling kernels on the machine's other GPUs
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
     mismatch: list | None = None  # the reference's check: [repetition, mismatch] of the first that differs
     drained_ms: float = 0.0  # how long the reference waited, before its commands, for what the candidate left to end
@@ -295,13 +295,13 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     judge/pause.py Stopper); they run only while the candidate answers a command. `where(reply, count)` says where
     the reference opens the `count` outputs a candidate's reply handed over. `compiled(side)`, if given, times
     torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed). It runs
-    with the host's lock held alone: no timing, worker start or first calls of a problem's kernels on any other GPU
-    of this machine meanwhile (worker/device_lock.py says why).
+    with the host's lock held as a timing: other GPUs of this machine may time too, but no worker starts and no
+    problem's kernels are first called on any of them meanwhile (worker/device_lock.py says why).
     """
     waited = time.perf_counter()
     with (
         device_lock(options.cache_dir, device_key(device), options.lock_timeout_s),
-        host_lock(options.cache_dir, alone=True) as had_host,
+        host_lock(options.cache_dir, timing=True) as had_host,
         quiet() as stopper,
     ):
         waited = time.perf_counter() - waited
@@ -398,7 +398,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 # clearing slowed the candidate's next one.
                 _check_block(reference_call, where, candidate, layout, b == len(runs) - 1, options.strict)
         candidate_timing = candidate.finish(reference=False)
-        candidate_timing.lock_wait_s, candidate_timing.alone = waited, had_host
+        candidate_timing.lock_wait_s, candidate_timing.host_held = waited, had_host
         candidate_timing.drained_ms, candidate_timing.busy_ms = sum(drained), sum(busy)
         if compiled is not None:
             reference_timing.compiled = compiled(reference)

@@ -161,9 +161,9 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
             f"shape {shape_result.name}: its process says {clock.claimed_ms:.4g} ms per call, the parent's clock "
             f"around the timing says {clock.parent_ms:.4g} ms (beyond {clock.slack_ms:.3g} ms of noise), twice, "
             + (
-                "the second time with the machine's other GPUs quiet"
-                if timing.alone
-                else "the second time not alone (another process kept the host's timing lock)"
+                "the second time with no worker starting or loading kernels on the machine's other GPUs"
+                if timing.host_held
+                else "the second time without the host's timing lock (another process kept it)"
             )
             + ": the parent's figure is used",
         )

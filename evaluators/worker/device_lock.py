@@ -4,13 +4,13 @@ The parent holds it around the timing commands it sends (so its clock around a c
 the lock); the profiler while it replays kernels. A starting worker holds it shared while it opens its CUDA context:
 contexts open side by side, never while someone times.
 
-The host lock spans the machine's GPUs. Every timing holds it alone, after its device's lock; a starting worker, a
-candidate's correctness trials and the reference's expected outputs (a process's first calls of a problem's kernels)
-hold it shared. With timings of two GPUs side by side, KernelBench level 2's first 50 problems, each its own
-reference as candidate, read 0.56-1.21x of themselves on 2 H100s, against 0.989-1.031x on one GPU of the same machine;
-with the lock held alone, 0.931-1.058x (docs/BENCHMARKS.md, "KernelBench levels in batch"). Other GPUs' timings
-and kernel loading wait meanwhile, so several GPUs gain little on a suite whose time is mostly timing
-(docs/CLUSTER.md).
+The host lock spans the machine's GPUs. It has two kinds of holders: timings (each after its device's lock), and
+starting workers, candidates' correctness trials and references' expected outputs (a process's first calls of a
+problem's kernels). Each kind shares it with its own and never with the other. With everything side by side on two
+H100s, KernelBench level 2's first 50 problems, each its own reference as candidate, read 0.56-1.21x of themselves,
+against 0.989-1.031x on one GPU of the same machine; what stretched were the commands that first call kernels (1.8x),
+while timing commands moved 0.86-1.03x on average (docs/BENCHMARKS.md, "KernelBench levels in batch"). With every
+timing alone on the host, 0.931-1.058x, but a second GPU then gained nothing on a suite whose time is mostly timing.
 """
 
 from __future__ import annotations
@@ -41,21 +41,27 @@ def device_lock(cache_dir: Path, device_key: str, timeout_s: float | None = None
 
 
 @contextmanager
-def host_lock(cache_dir: Path, alone: bool = False, wait_s: float | None = None):
-    """Shared by starting workers and first calls on every GPU of this machine; `alone`, by a timing, with none of them.
+def host_lock(cache_dir: Path, timing: bool = False, wait_s: float | None = None):
+    """Held by a timing (`timing`), or by a starting worker or a problem's first calls, on any GPU of this machine.
 
-    Yields whether it was had within `wait_s` (HOST_WAIT_S by default). A legitimate holder keeps it for one shape's
-    timing, one context's start or one shape's first calls, seconds. Past the wait, the holder is taken for a process
-    that keeps it on purpose (a candidate can open the file too, or hang in its trials), and the caller goes on
-    without it: the lock only makes a timing quieter, so no verdict waits on it. One waiting to be alone keeps the
-    turnstile, so holders that come after it wait behind it: a steady stream of first calls on the other GPUs never
-    starves a timing.
+    Each kind shares it with its own kind and never with the other: timings on two GPUs run side by side, and no
+    worker starts or first calls a problem's kernels meanwhile. Yields whether it was had within `wait_s`
+    (HOST_WAIT_S by default). A legitimate holder keeps it for one shape's timing, one context's start or one shape's
+    first calls, seconds. Past the wait, the holder is taken for a process that keeps it on purpose (a candidate can
+    open the files too, or hang in its trials), and the caller goes on without it: the lock only makes a timing
+    quieter, so no verdict waits on it. One waiting for the other kind to leave keeps the turnstile, so holders of
+    either kind that come after it wait behind it: neither kind starves the other.
     """
     wait_s = HOST_WAIT_S if wait_s is None else wait_s
     deadline, held = _deadline(wait_s), ExitStack()
+    mine, theirs = ("host.timing", "host.loading") if timing else ("host.loading", "host.timing")
     try:
-        with _held(_lock_file(cache_dir, "host.turnstile"), False, wait_s, deadline, "the host's"):
-            held.enter_context(_held(_lock_file(cache_dir, "host.lock"), not alone, wait_s, deadline, "the host's"))
+        with (
+            _held(_lock_file(cache_dir, "host.turnstile"), False, wait_s, deadline, "the host's"),
+            _held(_lock_file(cache_dir, theirs), False, wait_s, deadline, "the host's"),  # the other kind has left
+        ):
+            # Taken before the other kind's file is let go, so none of that kind comes in between.
+            held.enter_context(_held(_lock_file(cache_dir, mine), True, wait_s, deadline, "the host's"))
         had = True
     except LockTimeout:
         had = False

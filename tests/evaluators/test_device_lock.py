@@ -106,65 +106,70 @@ def test_a_starting_worker_opens_its_cuda_context_only_while_no_one_times_on_the
             time.sleep(0.5)
 
 
-def test_first_calls_on_several_gpus_share_the_host_and_a_timing_waits_for_them(tmp_path):
+def test_each_kind_shares_the_host_with_its_own_and_never_with_the_other(tmp_path):
     from evaluators.worker.device_lock import host_lock
 
     with host_lock(tmp_path) as first, host_lock(tmp_path) as second:  # two GPUs loading a problem's kernels
         assert first and second
-        with host_lock(tmp_path, alone=True, wait_s=0.2) as alone:
-            assert not alone
-    with host_lock(tmp_path, alone=True, wait_s=0.2) as alone:
-        assert alone
-        with host_lock(tmp_path, wait_s=0.2) as shared:
-            assert not shared
+        with host_lock(tmp_path, timing=True, wait_s=0.2) as timing:
+            assert not timing
+    with host_lock(tmp_path, timing=True, wait_s=0.2) as first, host_lock(tmp_path, timing=True, wait_s=0.2) as second:
+        assert first and second  # two GPUs timing at once
+        with host_lock(tmp_path, wait_s=0.2) as loading:
+            assert not loading
+    with host_lock(tmp_path, wait_s=0.2) as loading:  # none is left holding a file
+        assert loading
 
 
-def test_a_process_that_keeps_the_host_lock_delays_a_timing_by_the_wait_alone(tmp_path):
-    """A candidate can open the lock file too: past the wait, the timing goes on without the lock."""
+@pytest.mark.parametrize("kept", ["host.loading", "host.timing"])
+def test_a_process_that_keeps_the_host_lock_delays_either_kind_by_the_wait_alone(tmp_path, kept):
+    """A candidate can open the lock files too: past the wait, the timing or the first calls go on without it."""
     from evaluators.worker.device_lock import host_lock
 
     (tmp_path / "locks").mkdir()
-    with open(tmp_path / "locks" / "host.lock", "a") as kept:
-        fcntl.flock(kept, fcntl.LOCK_EX)
-        started = time.monotonic()
-        with host_lock(tmp_path, wait_s=0.3) as had:
-            assert not had
-        assert time.monotonic() - started < 5
-        with host_lock(tmp_path, wait_s=0.3) as had:  # the turnstile was given back: no one is stuck behind it
-            assert not had
+    with open(tmp_path / "locks" / kept, "a") as kept_file:
+        fcntl.flock(kept_file, fcntl.LOCK_EX)
+        for timing in (True, False):
+            started = time.monotonic()
+            with host_lock(tmp_path, timing=timing, wait_s=0.3) as had:
+                assert not had
+            assert time.monotonic() - started < 5
+            with host_lock(tmp_path, timing=timing, wait_s=0.3) as had:  # the turnstile was given back
+                assert not had
 
 
-def test_a_timing_waiting_to_be_alone_is_not_starved_by_first_calls_that_come_after_it(tmp_path):
+@pytest.mark.parametrize("waiting_is_timing", [True, False])
+def test_one_waiting_for_the_other_kind_is_not_starved_by_its_kind_coming_after_it(tmp_path, waiting_is_timing):
     import threading
 
     from evaluators.worker.device_lock import host_lock
 
     order, first_in = [], threading.Event()
 
-    def first_calls(name, hold_s):
-        with host_lock(tmp_path):
+    def holder(name, hold_s):
+        with host_lock(tmp_path, timing=not waiting_is_timing):
             order.append(name)
             first_in.set()
             time.sleep(hold_s)
 
-    def alone():
-        with host_lock(tmp_path, alone=True):
-            order.append("alone")
+    def waiting():
+        with host_lock(tmp_path, timing=waiting_is_timing):
+            order.append("waiting")
 
-    earlier = threading.Thread(target=first_calls, args=("earlier", 0.5))
+    earlier = threading.Thread(target=holder, args=("earlier", 0.5))
     earlier.start()
     first_in.wait()
-    waiting = threading.Thread(target=alone)
-    waiting.start()
-    time.sleep(0.1)  # it now waits for the earlier first calls, holding the turnstile
-    later = threading.Thread(target=first_calls, args=("later", 0))
+    waiter = threading.Thread(target=waiting)
+    waiter.start()
+    time.sleep(0.1)  # it now waits for the earlier holder to leave, holding the turnstile
+    later = threading.Thread(target=holder, args=("later", 0))
     later.start()
-    for thread in (earlier, waiting, later):
+    for thread in (earlier, waiter, later):
         thread.join(timeout=10)
-    assert order == ["earlier", "alone", "later"]
+    assert order == ["earlier", "waiting", "later"]
 
 
-def test_first_calls_hold_the_host_shared_and_timings_alone(cache_dir, monkeypatch):
+def test_first_calls_hold_the_host_as_loading_and_timings_as_timing(cache_dir, monkeypatch):
     """The candidate's trials and the reference's expected outputs never run beside another GPU's timing."""
     import threading
     from contextlib import contextmanager
@@ -181,8 +186,8 @@ def test_first_calls_hold_the_host_shared_and_timings_alone(cache_dir, monkeypat
         log.append((threading.get_ident(), event))
 
     @contextmanager
-    def recorded(cache_dir, alone=False, wait_s=None):
-        note("[alone" if alone else "[shared")
+    def recorded(cache_dir, timing=False, wait_s=None):
+        note("[timing" if timing else "[loading")
         yield True
         note("]")
 
@@ -197,6 +202,6 @@ def test_first_calls_hold_the_host_shared_and_timings_alone(cache_dir, monkeypat
     assert result.status == "correct", result.message
     threads = {ident: " ".join(e for i, e in log if i == ident) for ident, _ in log}
     spans = " | ".join(threads.values())
-    assert "[shared expect ]" in spans and "[shared trials ]" in spans, spans
-    timed = spans[spans.index("[alone") : spans.index("]", spans.index("[alone"))]
-    assert "time" in timed and "[shared" not in timed, spans
+    assert "[loading expect ]" in spans and "[loading trials ]" in spans, spans
+    timed = spans[spans.index("[timing") : spans.index("]", spans.index("[timing"))]
+    assert "time" in timed and "[loading" not in timed, spans

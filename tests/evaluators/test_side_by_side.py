@@ -404,9 +404,9 @@ def test_every_timing_holds_the_host_alone_and_past_the_wait_goes_on_without_it(
 
     with host_lock(tmp_path):  # another GPU of the machine loading its kernels
         started = time.perf_counter()
-        assert not timed()[1].alone  # it waited for the host, then went on without it
+        assert not timed()[1].host_held  # it waited for the host, then went on without it
         assert time.perf_counter() - started >= 0.3
-    assert timed()[1].alone
+    assert timed()[1].host_held
 
 
 def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():

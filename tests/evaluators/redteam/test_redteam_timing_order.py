@@ -435,3 +435,17 @@ def test_gpu_a_forged_timer_is_not_believed(cache_dir, attack):
     believed = attacked.status == "correct" and false_accept(attacked)
     assert not believed or attacked.runtime_ms >= 0.9 * honest.runtime_ms, (
         attacked.status, honest.runtime_ms, attacked.runtime_ms, [f.code for f in attacked.flags])  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_gpu_a_helper_killed_by_its_timer_while_stopped_is_flagged_or_harmless(cache_dir):
+    """timing/timer_killed_child.py: the helpers' deaths fall in the reference's turn, after its drain."""
+    honest, attacked = _honest_and_attacked(cache_dir, "timer_killed_child")
+    assert honest.status == attacked.status == "correct", attacked.message
+    flagged = "side_stream" in {flag.code for flag in attacked.flags}
+    raised = [
+        (shape.name, clean.baseline_ms, shape.baseline_ms)
+        for clean, shape in zip(honest.shapes, attacked.shapes, strict=True)
+        if clean.baseline_ms and shape.baseline_ms >= 1.05 * clean.baseline_ms
+    ]
+    assert flagged or not raised, raised
