@@ -1,6 +1,7 @@
 """Attack (the reference's block slowed by a death the candidate timed while stopped): an honest Triton kernel and an
-honest timer, but at import it starts helper processes that each fill 8 GiB of device memory and wait. Right after the
-last synchronize of its odd blocks up to 7, it tells one helper to arm a POSIX timer that SIGKILLs it DELAY_MS later.
+honest timer, but at import it starts helper processes that each fill 8 GiB of device memory, and waits until they
+have. Right after the last synchronize of its odd blocks up to 7, it tells one helper to arm a POSIX timer that
+SIGKILLs it DELAY_MS later.
 
 By then the candidate and its helpers are stopped, yet a kernel timer still delivers SIGKILL on time: the helper dies
 during the reference's turn, after the reference's wait for a quiet device, and the driver clears its 8 GiB while the
@@ -38,20 +39,17 @@ def _spawn_helper():
     os.posix_spawn(sys.executable, [sys.executable, "-c", HELPER], dict(os.environ), file_actions=actions)
     os.close(commands[0])
     os.close(ready[1])
-    os.set_blocking(ready[0], False)
-    return {"command": commands[1], "ready": ready[0], "up": False}
+    return {"command": commands[1], "ready": ready[0]}
 
 
 _helpers = [_spawn_helper() for _ in range(HELPERS)]
+for _helper in _helpers:  # each up (its memory filled) before the timing starts: the import may take seconds
+    os.set_blocking(_helper["ready"], True)
+    _helper["up"] = os.read(_helper["ready"], 1) == b"r"
 
 
 def _arm_one() -> None:
     for helper in _helpers:
-        if not helper["up"]:
-            try:
-                helper["up"] = os.read(helper["ready"], 1) == b"r"
-            except BlockingIOError:
-                continue
         if helper["up"]:
             _helpers.remove(helper)
             os.write(helper["command"], str(DELAY_MS).encode())
