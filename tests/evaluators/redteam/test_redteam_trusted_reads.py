@@ -14,7 +14,8 @@ START slowing the device after it; whatever they began before ends within `clear
   child stopped with SIGSTOP, its timer armed for 0.3 s, died of signal 9 0.25 s after the stop). A child process of
   the candidate that holds device memory and dies so gives that memory back at a moment the candidate chose, after the
   stop. Assumed (not measured): a process's exit gives its device memory back as cudaFree does, and the driver clears
-  it at the same rate with the same slowing of reads (SCRUB_S_PER_GIB, SCRUB_SLOWDOWN). The earlier red teams already
+  it at the same rate with the same slowing of reads (SCRUB_S_PER_GIB, SCRUB_SLOWDOWN). Its GPU form is
+  timing/timer_killed_child.py (run by test_redteam_timing_order.py under `-m gpu`). The earlier red teams already
   assume child processes (FreesEndingAtTheReply); static.py flags `fork`/`Process`/`Popen` by name only (os.posix_spawn
   or getattr(os, "fo" + "rk") are not seen), and a timer is not flagged.
 - The guard: after a stop whose threads were still running, the parent waits LINGER_PER_LAG times their summed lag, up

@@ -1,6 +1,7 @@
 # Attack (timer forgery, class 1a): does the control's work on every call, but rewrites its own timer so that two
-# repetitions of each three read almost nothing and the third reads all three: each block's mean stays honest, so a
-# check of the mean passes, while the median of the repetitions would read about nothing. On the CPU, where a block
+# repetitions of each three read almost nothing and the third reads all three: a block's mean stays honest where its
+# repetitions come in threes (a block of ten reads 0.9 of its work: under the timer's allowance), so a check of the
+# mean passes, while the median of the repetitions would read about nothing. On the CPU, where a block
 # is one repetition, two blocks of three are forged the same way: the parent's clock floors them.
 import sys as _sys
 
