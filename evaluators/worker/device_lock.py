@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -73,9 +74,39 @@ def host_lock(cache_dir: Path, timing: bool = False, wait_s: float | None = None
 
 
 def _lock_file(cache_dir: Path, name: str) -> Path:
-    path = cache_dir / "locks" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    folder = cache_dir / "locks"
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        _set_aside(folder)  # the candidate can write the cache directory: a file or a link put where the folder goes
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+def _opened(path: Path) -> int:
+    """A descriptor of the lock file at `path`, made if missing; whatever else a process left there is set aside.
+
+    The cache directory is the candidate's to write too, so the path may hold a FIFO (opening it for writing would
+    block for good), a directory, a link or a socket. Opened without blocking or following links, only a regular file
+    is kept; anything else is moved aside and a new file made.
+    """
+    flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError:  # a directory (EISDIR), a link (ELOOP), a socket (ENXIO)
+            fd = None
+        if fd is not None:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return fd
+            os.close(fd)
+        _set_aside(path)
+    raise LockTimeout(f"the timing lock's file {path} could not be made: something keeps taking its place")
+
+
+def _set_aside(path: Path) -> None:
+    try:
+        path.rename(path.with_name(f"{path.name}.set-aside-{os.getpid()}-{time.monotonic_ns()}"))
+    except FileNotFoundError:
+        pass  # gone already
 
 
 def _deadline(timeout_s: float | None) -> float | None:
@@ -86,7 +117,7 @@ def _deadline(timeout_s: float | None) -> float | None:
 def _held(path: Path, shared: bool, timeout_s: float | None, deadline: float | None, whose: str):
     """Hold an flock on `path` until the block ends; LockTimeout past `deadline` (None: wait as long as it takes)."""
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-    with open(path, "a") as handle:
+    with os.fdopen(_opened(path), "rb") as handle:
         if deadline is None:
             fcntl.flock(handle, mode)
         else:
