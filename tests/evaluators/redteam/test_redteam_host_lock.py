@@ -79,28 +79,24 @@ def _judged_within(own_problem: Path, tmp_path: Path, options, limit_s: float):
         pool.shutdown()
 
 
-def test_a_fifo_at_the_host_lock_does_not_hang_the_next_evaluation(tmp_path, own_problem, options, monkeypatch):
+@pytest.mark.parametrize(("planted", "timed"), [("fifo", False), ("directory", True)])
+def test_something_else_at_a_lock_files_path_does_not_hang_or_fail_the_next_evaluation(
+    tmp_path, own_problem, options, monkeypatch, planted, timed
+):
+    """A FIFO put in the turnstile's place at import (its reader kept open, so its own locks open), or a directory put
+    there inside its own timing (the host lock already held): the attacker keeps its verdict, and once its processes are
+    gone the next host_lock (the honest candidate's trials, its reference's expected outputs) meets what it left. The
+    next evaluation must be judged within the lock's bounded wait: before, the FIFO made it wait forever and the
+    directory made it raise."""
     monkeypatch.setattr(device_lock, "HOST_WAIT_S", SHORT_WAIT_S)
     untimed = options.model_copy(update={"timing": False})
-    attacker = evaluate(load_problem(own_problem), attack("plant_fifo_host_lock"), "cpu", untimed)
-    assert (options.cache_dir / "fifo-planted").exists(), "the attack did not run"
-    assert attacker.status == "correct", attacker.message  # it kept its reader open: its own locks opened
-    # Its processes are gone: the next host_lock (the honest candidate's trials, its reference's expected outputs)
-    # opens the FIFO with no reader. It must be judged within the lock's bounded wait, not wait forever.
+    attacker = evaluate(
+        load_problem(own_problem), attack(f"plant_{planted}_host_lock"), "cpu", options if timed else untimed
+    )
+    assert (options.cache_dir / f"{planted}-planted").exists(), "the attack did not run"
+    assert attacker.status == "correct", attacker.message
     result, took = _judged_within(own_problem, tmp_path, untimed, JUDGED_S)
-    assert result is not None, f"the next evaluation hung for {took:.0f} s opening the host lock's turnstile (a FIFO)"
-    assert not isinstance(result, Exception), f"the next evaluation was not judged: it raised {result!r}"
-    assert result.status == "correct", result.message
-
-
-def test_a_directory_at_the_host_lock_does_not_fail_the_next_evaluation(tmp_path, own_problem, options, monkeypatch):
-    monkeypatch.setattr(device_lock, "HOST_WAIT_S", SHORT_WAIT_S)
-    attacker = evaluate(load_problem(own_problem), attack("plant_directory_host_lock"), "cpu", options)
-    assert (options.cache_dir / "directory-planted").exists(), "the attack did not run"
-    assert attacker.status == "correct", attacker.message  # planted inside its own timing: it keeps its verdict
-    untimed = options.model_copy(update={"timing": False})
-    result, took = _judged_within(own_problem, tmp_path, untimed, JUDGED_S)
-    assert result is not None, f"the next evaluation did not end in {took:.0f} s"
+    assert result is not None, f"the next evaluation did not end in {took:.0f} s (a {planted} at the turnstile's path)"
     assert not isinstance(result, Exception), f"the next evaluation was not judged: it raised {result!r}"
     assert result.status == "correct", result.message
 

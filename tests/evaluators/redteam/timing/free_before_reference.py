@@ -24,10 +24,8 @@ def give_back(gib: int) -> None:
 class ModelNew(_Honest):
     def forward(self, x):
         y = super().forward(x)
-        local = frame_locals("_loop")
-        if local is not None and local.get("cuda") and local["i"] == local["plan"].reps - 1:
-            index = block_of(local["plan"])
-            gib = 8 if index is None else 16 if index % 2 == 1 and index <= 13 else 0
-            if gib:
-                after_the_loop(lambda: give_back(gib))
+        ending, index = ending_block()
+        gib = 0 if not ending else 8 if index is None else 16 if index % 2 == 1 and index <= 13 else 0
+        if gib:
+            after_the_loop(lambda: give_back(gib))
         return y

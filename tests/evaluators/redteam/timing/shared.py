@@ -52,6 +52,15 @@ def claim_share(x, weight, local, done_before: float):
     return y
 
 
+def ending_block() -> tuple[bool, int | None]:
+    """Whether this call is the last repetition of a timing command on CUDA, and which block it ends (None: the
+    rehearsal)."""
+    local = frame_locals("_loop")
+    if local is None or not local.get("cuda") or local["i"] != local["plan"].reps - 1:
+        return False, None
+    return True, block_of(local["plan"])
+
+
 def block_of(plan) -> int | None:
     """Which block a timing command is (None: the rehearsal, which holds no outputs)."""
     return round(plan.first / max(plan.reps, 1)) if plan.hold else None
