@@ -105,8 +105,8 @@ def _opened(path: Path) -> int:
 def _set_aside(path: Path) -> None:
     try:
         path.rename(path.with_name(f"{path.name}.set-aside-{os.getpid()}-{time.monotonic_ns()}"))
-    except FileNotFoundError:
-        pass  # gone already
+    except OSError:
+        pass  # gone already, or not movable: the caller tries again, then gives up on the lock within its wait
 
 
 def _deadline(timeout_s: float | None) -> float | None:

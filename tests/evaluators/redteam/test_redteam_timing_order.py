@@ -415,15 +415,22 @@ def _honest_and_attacked(cache_dir, attack: str):
     return [evaluate(str(PROBLEM), source, "cuda", options) for source in (parts[0], "\n\n".join(parts))]
 
 
+def _raised_baselines(honest, attacked) -> list[tuple]:
+    """The shapes whose reference baseline read 5 % or more above the honest run's, beside the attack."""
+    return [
+        (shape.name, clean.baseline_ms, shape.baseline_ms)
+        for clean, shape in zip(honest.shapes, attacked.shapes, strict=True)
+        if clean.baseline_ms and shape.baseline_ms >= 1.05 * clean.baseline_ms
+    ]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("attack", ["free_before_reference", "copy_engine_after_reply"])
 def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cache_dir, attack):
     honest, attacked = _honest_and_attacked(cache_dir, attack)
     assert honest.status == attacked.status == "correct", attacked.message
     assert not false_accept(attacked) or attacked.speedup < 1.05 * honest.speedup, (honest.speedup, attacked.speedup)
-    for clean, shape in zip(honest.shapes, attacked.shapes, strict=True):
-        if clean.baseline_ms:
-            assert shape.baseline_ms < 1.05 * clean.baseline_ms, (shape.name, clean.baseline_ms, shape.baseline_ms)
+    assert not _raised_baselines(honest, attacked), _raised_baselines(honest, attacked)
 
 
 @pytest.mark.gpu
@@ -443,9 +450,5 @@ def test_gpu_a_helper_killed_by_its_timer_while_stopped_is_flagged_or_harmless(c
     honest, attacked = _honest_and_attacked(cache_dir, "timer_killed_child")
     assert honest.status == attacked.status == "correct", attacked.message
     flagged = "side_stream" in {flag.code for flag in attacked.flags}
-    raised = [
-        (shape.name, clean.baseline_ms, shape.baseline_ms)
-        for clean, shape in zip(honest.shapes, attacked.shapes, strict=True)
-        if clean.baseline_ms and shape.baseline_ms >= 1.05 * clean.baseline_ms
-    ]
+    raised = _raised_baselines(honest, attacked)
     assert flagged or not raised, raised
