@@ -34,6 +34,7 @@ def main() -> None:
             "runtime_ms": result.runtime_ms,
             "flags": [f"{f.code} ({f.severity})" for f in result.flags],
             "message": result.message,
+            "wall": result.shapes[0].wall.model_dump() if result.shapes and result.shapes[0].wall else None,
         }
         rows.append(row)
         speedup = f"{result.speedup:.3g}" if result.speedup else "-"

@@ -29,6 +29,16 @@ class Roofline(BaseModel):
     peaks_source: str | None = None
 
 
+class WallCheck(BaseModel):
+    """The parent's clock against the candidate's own timer at one shape (judge/wall.py), in ms per call."""
+
+    parent_ms: float = Field(description="the parent's figure: its clock around the timing commands, less the harness")
+    claimed_ms: float = Field(description="what the candidate's process said, with its counted side-stream work")
+    slack_ms: float = Field(description="how far below parent_ms an honest timer may claim")
+    issue_ms: float | None = Field(None, description="the candidate's median host time to issue a call, as it said")
+    reference_issue_ms: float | None = Field(None, description="the reference's, from its own (trusted) process")
+
+
 class ShapeResult(BaseModel):
     """One shape's outcome: test shapes are only checked; benchmark shapes are checked and timed."""
 
@@ -62,6 +72,7 @@ class ShapeResult(BaseModel):
     own_kernel_share: float | None = Field(
         None, description="share of a profiled call's device time (interpreter: host time) in the candidate's kernels"
     )
+    wall: WallCheck | None = None
     _band_draws: list[float] = PrivateAttr(default_factory=list)  # the band's replicates, for the geometric mean's
     message: str = ""
 

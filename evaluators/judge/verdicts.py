@@ -8,7 +8,7 @@ import statistics
 from evaluators.judge import bands, timing_plan, wall
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
-from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.result import EvalResult, ShapeResult, WallCheck
 from evaluators.judge.roofline import device_peaks, roofline_report
 from evaluators.judge.toolchain import device_kind
 from kernels.problem_types import Shape
@@ -184,6 +184,13 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         band_series(reference, reference_clock), band_series(timing, clock), shape_result.speedup
     )
     reference_issued = issue_median(reference.facts.get("issue_ms"), reference.reps)
+    shape_result.wall = WallCheck(
+        parent_ms=clock.parent_ms,
+        claimed_ms=clock.claimed_ms,
+        slack_ms=clock.slack_ms,
+        issue_ms=issued,
+        reference_issue_ms=reference_issued,
+    )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)
     if device == "cuda" and host_bound and speeds and shape_result._band_draws:

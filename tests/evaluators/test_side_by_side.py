@@ -456,3 +456,11 @@ def test_the_guard_after_a_stop_follows_its_lag_between_a_floor_and_a_cap():
     assert timing_plan._guard_s(Stopped(0.0)) == timing_plan.MIN_GUARD_S
     assert timing_plan._guard_s(Stopped(0.01)) == pytest.approx(0.08)
     assert timing_plan._guard_s(Stopped(100 * 0.2)) == timing_plan.GUARD_CAP_S
+
+
+def test_each_timed_shape_keeps_the_parents_clock_beside_what_the_candidate_claimed():
+    """The figures the dispute check weighed (judge/wall.py), kept in the result: what bench/timer_gaps.py reads."""
+    shape, _ = _judged_with_probes(0.0, 0.0, issue_ms=[0.004] * 100)
+    assert shape.wall.claimed_ms == pytest.approx(0.018) and shape.wall.slack_ms > 0
+    assert shape.wall.parent_ms == pytest.approx(0.018, rel=0.01)  # the reference's calibration, both sides alike
+    assert shape.wall.issue_ms == shape.wall.reference_issue_ms == pytest.approx(0.004)
