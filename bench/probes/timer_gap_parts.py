@@ -1,7 +1,7 @@
 """Why an honest candidate's timer sits below the parent's clock: each side's timing commands, split into parts.
 
-`python bench/probes/timer_gap_parts.py PROBLEM [PROBLEM ...] [--runs 2]`: each PROBLEM is a problem file (a
-KernelBench one by path) judged (on CUDA unless --device says) with its own reference as the candidate. For every timing block, on the
+`python bench/probes/timer_gap_parts.py PROBLEM [PROBLEM ...] [--runs 2] [--device cuda]`: each PROBLEM is a problem
+file (a KernelBench one by path) judged with its own reference as the candidate. For every timing block, on the
 parent's clock: the command's span per repetition; from the worker's reply: its own times, host issue and preparation
 per repetition; from wrappers put into the workers (a sitecustomize this probe writes): the worker's time inside the
 command, its repetitions' loop, and the hand-over of the held copies. Prints per side the medians per repetition, and
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 # Loaded by every Python process with this PYTHONPATH; it wraps the worker's timing command once its module loads.
-SITE = textwrap.dedent('''
+SITE = textwrap.dedent("""
     import sys, time
 
     class _Patch:
@@ -71,7 +71,7 @@ SITE = textwrap.dedent('''
         timing.time_reps, session.Session.hand_over, session.Session.time = timed_reps, timed_hand_over, timed_time
 
     sys.meta_path.insert(0, _Patch())
-''')
+""")
 
 BLOCKS: dict[str, list[dict]] = defaultdict(list)
 
@@ -109,7 +109,8 @@ def main() -> None:
 
     timing_plan.Side.block = _recorded(timing_plan.Side.block)
     keys = ("span_ms", "command_ms", "loop_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
-    print("| problem | run | side | blocks | " + " | ".join(k.removesuffix("_ms") for k in keys) + " | span - command |")
+    names = " | ".join(k.removesuffix("_ms") for k in keys)
+    print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
     for path in args.problems:
         problem = load_problem(path)
@@ -125,8 +126,9 @@ def main() -> None:
                 print(f"| {path.stem[:40]} | {run} | {role} | {len(blocks)} | "
                       + " | ".join(f"{f:.4f}" for f in figures) + f" | {figures[0] - figures[1]:.4f} |")  # fmt: skip
             if wall:
+                gap = wall.parent_ms - wall.claimed_ms
                 print(f"| {path.stem[:40]} | {run} | gap | {result.status} | parent {wall.parent_ms:.4f}, claimed "
-                      f"{wall.claimed_ms:.4f}, gap {wall.parent_ms - wall.claimed_ms:+.4f} ms |", flush=True)  # fmt: skip
+                      f"{wall.claimed_ms:.4f}, gap {gap:+.4f} ms |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
