@@ -4,7 +4,8 @@
 file (a KernelBench one by path) judged with its own reference as the candidate. For every timing block, on the
 parent's clock: the command's span per repetition; from the worker's reply: its own times, host issue and preparation
 per repetition; from wrappers put into the workers (a sitecustomize this probe writes): the worker's time inside the
-command, its repetitions' loop, and the hand-over of the held copies. Prints per side the medians per repetition, and
+command, its repetitions' loop, the host's time in the loop's copies of the outputs to be held (their
+allocations), and the hand-over of the held copies. Prints per side the medians per repetition, and
 what is left of the span once those are taken away (the pipe, waking up, what no part names); the difference between
 the sides is the gap bench/timer_gaps.py reads.
 """
@@ -46,6 +47,14 @@ SITE = textwrap.dedent("""
         from evaluators.worker import timing
         parts = {}
         time_reps, hand_over, time_cmd = timing.time_reps, session.Session.hand_over, session.Session.time
+        flatten = timing.flatten_outputs
+
+        def timed_copies(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return flatten(*args, **kwargs)
+            finally:
+                parts["copies_ms"] = parts.get("copies_ms", 0.0) + (time.perf_counter() - start) * 1e3
 
         def timed_reps(*args, **kwargs):
             start = time.perf_counter()
@@ -69,6 +78,7 @@ SITE = textwrap.dedent("""
             return facts, held
 
         timing.time_reps, session.Session.hand_over, session.Session.time = timed_reps, timed_hand_over, timed_time
+        timing.flatten_outputs = timed_copies
 
     sys.meta_path.insert(0, _Patch())
 """)
@@ -108,7 +118,7 @@ def main() -> None:
     from kernels.problem import load_problem
 
     timing_plan.Side.block = _recorded(timing_plan.Side.block)
-    keys = ("span_ms", "command_ms", "loop_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
+    keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
