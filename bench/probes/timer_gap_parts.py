@@ -3,11 +3,11 @@
 `python bench/probes/timer_gap_parts.py PROBLEM [PROBLEM ...] [--runs 2] [--device cuda]`: each PROBLEM is a problem
 file (a KernelBench one by path) judged with its own reference as the candidate. For every timing block, on the
 parent's clock: the command's span per repetition; from the worker's reply: its own times, host issue and preparation
-per repetition; from wrappers put into the workers (a sitecustomize this probe writes): the worker's time inside the
-command, its repetitions' loop, the host's time in the loop's copies of the outputs to be held (their
-allocations), and the hand-over of the held copies. Prints per side the medians per repetition, and
-what is left of the span once those are taken away (the pipe, waking up, what no part names); the difference between
-the sides is the gap bench/timer_gaps.py reads.
+per repetition, and the stream's hold (released, or spun in full) with its lead; from wrappers put into the workers (a
+sitecustomize this probe writes): the worker's time inside the command, its repetitions' loop, the host's time in the
+loop's copies of the outputs to be held (their allocations), and the hand-over of the held copies. Prints per side the
+medians per repetition, and what is left of the span once the command is taken away (the pipe, waking up); the
+difference between the sides is the gap bench/timer_gaps.py reads.
 """
 
 import argparse
@@ -92,7 +92,8 @@ def _recorded(block):
         meta, span = self.last_reply, self.timing.blocks[-1].seconds
         role = "reference" if self.keep or self.call.__name__ == "reference_timed" else "candidate"
         sums = {key: sum(meta.get(key) or [0.0]) for key in ("times_ms", "issue_ms", "prepare_ms")}
-        BLOCKS[role].append({"reps": reps, "span_ms": span * 1e3, **sums, **(meta.get("parts") or {})})
+        hold = {"hold": meta.get("stream_hold"), "lead_ms": self.lead_ms}
+        BLOCKS[role].append({"reps": reps, "span_ms": span * 1e3, **sums, **(meta.get("parts") or {}), **hold})
 
     return recorded
 
@@ -133,7 +134,8 @@ def main() -> None:
                 if not blocks:
                     continue
                 figures = [per_rep(blocks, k) for k in keys]
-                print(f"| {path.stem[:40]} | {run} | {role} | {len(blocks)} | "
+                held = f"{blocks[0]['hold']} hold, lead {blocks[0]['lead_ms']:.3f} ms"
+                print(f"| {path.stem[:40]} | {run} | {role} | {len(blocks)}, {held} | "
                       + " | ".join(f"{f:.4f}" for f in figures) + f" | {figures[0] - figures[1]:.4f} |")  # fmt: skip
             if wall:
                 gap = wall.parent_ms - wall.claimed_ms
