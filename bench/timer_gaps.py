@@ -3,7 +3,7 @@
     python bench/timer_gaps.py FILE [FILE ...]
 
 Each FILE is a batch's `results.jsonl` (what `python -m evaluators.batch` and `bench/identity_suites.py` leave under
-their --out) or the JSON of `bench/redteam_verdicts.py --out`. Each timed shape's `wall` (judge/wall.py: the parent's
+their --out), gzipped or not, or the JSON of `bench/redteam_verdicts.py --out`. Each timed shape's `wall` (judge/wall.py: the parent's
 figure per call, what the candidate's process claimed, the noise allowed) gives its gap, (parent - claimed) / parent:
 how much of the call an honest timer needs below the parent's clock, and an attack takes. Per file: the gap at the
 median, the 90th and 99th percentiles and the most; how many shapes used more than 1, 2, 3, 5 and 10 % of their call;
@@ -15,6 +15,7 @@ the events').
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ SHARES = (0.01, 0.02, 0.03, 0.05, 0.10)
 
 def timed_shapes(path: Path) -> list[dict]:
     """Every shape with a wall record in FILE: a journal's (a strict re-evaluation's too) or a red-team table's."""
-    text = path.read_text()
-    if path.suffix == ".jsonl":
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
         out = []
         for line in filter(str.strip, text.splitlines()):
             entry = json.loads(line)

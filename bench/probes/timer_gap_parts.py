@@ -7,7 +7,9 @@ per repetition, and the stream's hold (released, or spun in full) with its lead;
 sitecustomize this probe writes): the worker's time inside the command, its repetitions' loop, the host's time in the
 loop's copies of the outputs to be held (their allocations), and the hand-over of the held copies. Prints per side the
 medians per repetition, and what is left of the span once the command is taken away (the pipe, waking up); the
-difference between the sides is the gap bench/timer_gaps.py reads.
+difference between the sides is the gap bench/timer_gaps.py reads. With --device-parts the loop is replaced by a copy
+with events between its steps on the device (the draw, the flush, the copies, the digests) and the host's wait from the
+stream's release to the synchronize's return; the events cost each side alike.
 """
 
 import argparse
@@ -25,7 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 # Loaded by every Python process with this PYTHONPATH; it wraps the worker's timing command once its module loads.
 SITE = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
+
+    DEVICE_PARTS = os.environ.get("GAP_DEVICE_PARTS") == "1"
 
     class _Patch:
         def find_spec(self, name, path=None, target=None):
@@ -79,6 +83,66 @@ SITE = textwrap.dedent("""
 
         timing.time_reps, session.Session.hand_over, session.Session.time = timed_reps, timed_hand_over, timed_time
         timing.flatten_outputs = timed_copies
+        if DEVICE_PARTS:
+            timing._loop = _parted_loop(timing, parts)
+
+    def _parted_loop(timing, parts):
+        # timing._loop with events between the harness's own steps on the device (the draw, the flush, the call,
+        # the copies, the digests), and the host's wait from the release to the synchronize's return.
+        def loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers):
+            if flush is None:
+                return original(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
+            lead = plan.lead_ms > 0
+            digester = timing.output_digest.load() if plan.hold and plan.held_device != "cpu" else None
+            times, issued, prepared, held, digests, marks, tails = [], [], [], {}, [], [], []
+            for i, rep in enumerate(numbers):
+                mark = [clocks.Event(enable_timing=True) for _ in range(4)]
+                began = clocks.now()
+                if lead:
+                    clocks.hold_stream(plan.lead_ms)
+                clocks.record(mark[0])
+                args = pool.draw(timing.rep_seed(plan.nonce, shape, i))
+                clocks.record(mark[1])
+                flush.zero_()
+                clocks.record(starts[i])
+                calling = clocks.now()
+                output = call(args)
+                issued.append((clocks.now() - calling) * 1e3)
+                prepared.append((calling - began) * 1e3)
+                clocks.record(ends[i])
+                if lead:
+                    clocks.release_stream()
+                released = clocks.now()
+                if plan.hold:
+                    with keep(plan.held_device != "cpu"):
+                        held[rep] = timing.flatten_outputs(output, plan.held_device)
+                    clocks.record(mark[2])
+                    if digester:
+                        digests.append([digester.of(tensor) for tensor in held[rep]])
+                clocks.record(mark[3])
+                del output
+                clocks.sync()
+                tails.append((clocks.now() - released) * 1e3)
+                marks.append(mark)
+            timing.check()
+            times = [clocks.elapsed(s, e) for s, e in zip(starts, ends)]
+            split = {"draw_ms": [], "flush_ms": [], "copies_dev_ms": [], "digests_ms": []}
+            for mark, start, end in zip(marks, starts, ends):
+                split["draw_ms"].append(clocks.elapsed(mark[0], mark[1]))
+                split["flush_ms"].append(clocks.elapsed(mark[1], start))
+                if plan.hold:
+                    split["copies_dev_ms"].append(clocks.elapsed(end, mark[2]))
+                    split["digests_ms"].append(clocks.elapsed(mark[2], mark[3]))
+            for key, values in split.items():
+                parts[key] = sum(values)
+            parts["tail_ms"] = sum(tails)
+            facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
+            if digester:
+                facts["digests"] = timing.output_digest.read(digests)
+            return facts | {"label": "cuda-events"}, held
+
+        original = timing._loop
+        return loop
 
     sys.meta_path.insert(0, _Patch())
 """)
@@ -107,6 +171,7 @@ def main() -> None:
     parser.add_argument("problems", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--device-parts", action="store_true", help="events between the loop's steps (cuda)")
     args = parser.parse_args()
     site = Path(tempfile.mkdtemp(prefix="gap-parts-"))
     (site / "sitecustomize.py").write_text(SITE)
@@ -120,6 +185,9 @@ def main() -> None:
 
     timing_plan.Side.block = _recorded(timing_plan.Side.block)
     keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
+    if args.device_parts:
+        os.environ["GAP_DEVICE_PARTS"] = "1"
+        keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
