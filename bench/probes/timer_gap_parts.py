@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 # Loaded by every Python process with this PYTHONPATH; it wraps the worker's timing command once its module loads.
 SITE = textwrap.dedent("""
-    import os, sys, time
+    import sys, time
 
-    DEVICE_PARTS = os.environ.get("GAP_DEVICE_PARTS") == "1"
+    DEVICE_PARTS = False  # set where the probe writes this file: the workers' environment is an allow-list
 
     class _Patch:
         def find_spec(self, name, path=None, target=None):
@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--device-parts", action="store_true", help="events between the loop's steps (cuda)")
     args = parser.parse_args()
     site = Path(tempfile.mkdtemp(prefix="gap-parts-"))
-    (site / "sitecustomize.py").write_text(SITE)
+    (site / "sitecustomize.py").write_text(SITE.replace("DEVICE_PARTS = False", f"DEVICE_PARTS = {args.device_parts}"))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
     os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="gap-parts-cache-")
     from kernelbench_eval import alias_candidate
@@ -186,7 +186,6 @@ def main() -> None:
     timing_plan.Side.block = _recorded(timing_plan.Side.block)
     keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
     if args.device_parts:
-        os.environ["GAP_DEVICE_PARTS"] = "1"
         keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
