@@ -8,8 +8,10 @@ sitecustomize this probe writes): the worker's time inside the command, its repe
 loop's copies of the outputs to be held (their allocations), and the hand-over of the held copies. Prints per side the
 medians per repetition, and what is left of the span once the command is taken away (the pipe, waking up); the
 difference between the sides is the gap bench/timer_gaps.py reads. With --device-parts the loop is replaced by a copy
-with events between its steps on the device (the draw, the flush, the copies, the digests) and the host's wait from the
-stream's release to the synchronize's return; the events cost each side alike.
+with events between its steps on the device (the draw, the flush, the copies, the digests), the host's wait from the
+stream's release to the synchronize's return, from the call's return to the release, before the loop, in the
+integrity check after it and from there to the command's facts; the events cost each side alike. Figures per block
+(before the loop, the check, after it) are shown per repetition too.
 """
 
 import argparse
@@ -61,7 +63,7 @@ SITE = textwrap.dedent("""
                 parts["copies_ms"] = parts.get("copies_ms", 0.0) + (time.perf_counter() - start) * 1e3
 
         def timed_reps(*args, **kwargs):
-            start = time.perf_counter()
+            start = parts["reps_began"] = time.perf_counter()
             try:
                 return time_reps(*args, **kwargs)
             finally:
@@ -94,7 +96,9 @@ SITE = textwrap.dedent("""
                 return original(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
             lead = plan.lead_ms > 0
             digester = timing.output_digest.load() if plan.hold and plan.held_device != "cpu" else None
-            times, issued, prepared, held, digests, marks, tails = [], [], [], {}, [], [], []
+            entered = clocks.now()
+            parts["before_loop_ms"] = (entered - parts.get("reps_began", entered)) * 1e3
+            times, issued, prepared, held, digests, marks, tails, ending = [], [], [], {}, [], [], [], []
             for i, rep in enumerate(numbers):
                 mark = [clocks.Event(enable_timing=True) for _ in range(4)]
                 began = clocks.now()
@@ -109,10 +113,12 @@ SITE = textwrap.dedent("""
                 output = call(args)
                 issued.append((clocks.now() - calling) * 1e3)
                 prepared.append((calling - began) * 1e3)
+                called = clocks.now()
                 clocks.record(ends[i])
                 if lead:
                     clocks.release_stream()
                 released = clocks.now()
+                ending.append((released - called) * 1e3)
                 if plan.hold:
                     with keep(plan.held_device != "cpu"):
                         held[rep] = timing.flatten_outputs(output, plan.held_device)
@@ -124,7 +130,9 @@ SITE = textwrap.dedent("""
                 clocks.sync()
                 tails.append((clocks.now() - released) * 1e3)
                 marks.append(mark)
+            looped = clocks.now()
             timing.check()
+            checked = clocks.now()
             times = [clocks.elapsed(s, e) for s, e in zip(starts, ends)]
             split = {"draw_ms": [], "flush_ms": [], "copies_dev_ms": [], "digests_ms": []}
             for mark, start, end in zip(marks, starts, ends):
@@ -135,10 +143,12 @@ SITE = textwrap.dedent("""
                     split["digests_ms"].append(clocks.elapsed(mark[2], mark[3]))
             for key, values in split.items():
                 parts[key] = sum(values)
-            parts["tail_ms"] = sum(tails)
+            parts["tail_ms"], parts["ending_ms"] = sum(tails), sum(ending)
+            parts["check_ms"] = (checked - looped) * 1e3
             facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
             if digester:
                 facts["digests"] = timing.output_digest.read(digests)
+            parts["after_check_ms"] = (clocks.now() - checked) * 1e3
             return facts | {"label": "cuda-events"}, held
 
         original = timing._loop
@@ -186,7 +196,8 @@ def main() -> None:
     timing_plan.Side.block = _recorded(timing_plan.Side.block)
     keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
     if args.device_parts:
-        keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms")
+        keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms", "ending_ms")
+        keys += ("before_loop_ms", "check_ms", "after_check_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
