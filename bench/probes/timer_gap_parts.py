@@ -10,8 +10,9 @@ medians per repetition, and what is left of the span once the command is taken a
 difference between the sides is the gap bench/timer_gaps.py reads. With --device-parts the loop is replaced by a copy
 with events between its steps on the device (the draw, the flush, the copies, the digests), the host's wait from the
 stream's release to the synchronize's return, from the call's return to the release, before the loop, in the
-integrity check after it and from there to the command's facts; the events cost each side alike. Figures per block
-(before the loop, the check, after it) are shown per repetition too.
+integrity check after it, reading the events' times and from there to the command's facts; the events cost each side
+alike. Figures per block (before the loop, the check, after it) are shown per repetition too. --no-profile runs the
+candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what the profile leaves behind.
 """
 
 import argparse
@@ -32,6 +33,7 @@ SITE = textwrap.dedent("""
     import sys, time
 
     DEVICE_PARTS = False  # set where the probe writes this file: the workers' environment is an allow-list
+    NO_PROFILE = False
 
     class _Patch:
         def find_spec(self, name, path=None, target=None):
@@ -87,6 +89,15 @@ SITE = textwrap.dedent("""
         timing.flatten_outputs = timed_copies
         if DEVICE_PARTS:
             timing._loop = _parted_loop(timing, parts)
+        if NO_PROFILE:
+            from evaluators.worker import kernel_share
+
+            def unprofiled(call, device, sync):
+                output = call()
+                sync()
+                return output, {"error": "not profiled (bench/probes/timer_gap_parts.py --no-profile)"}
+
+            kernel_share.profiled = unprofiled
 
     def _parted_loop(timing, parts):
         # timing._loop with events between the harness's own steps on the device (the draw, the flush, the call,
@@ -134,6 +145,7 @@ SITE = textwrap.dedent("""
             timing.check()
             checked = clocks.now()
             times = [clocks.elapsed(s, e) for s, e in zip(starts, ends)]
+            parts["elapsed_ms"] = (clocks.now() - checked) * 1e3
             split = {"draw_ms": [], "flush_ms": [], "copies_dev_ms": [], "digests_ms": []}
             for mark, start, end in zip(marks, starts, ends):
                 split["draw_ms"].append(clocks.elapsed(mark[0], mark[1]))
@@ -182,9 +194,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--device-parts", action="store_true", help="events between the loop's steps (cuda)")
+    parser.add_argument("--no-profile", action="store_true", help="the candidate's profiled call run unprofiled")
     args = parser.parse_args()
     site = Path(tempfile.mkdtemp(prefix="gap-parts-"))
-    (site / "sitecustomize.py").write_text(SITE.replace("DEVICE_PARTS = False", f"DEVICE_PARTS = {args.device_parts}"))
+    site_text = SITE.replace("DEVICE_PARTS = False", f"DEVICE_PARTS = {args.device_parts}")
+    (site / "sitecustomize.py").write_text(site_text.replace("NO_PROFILE = False", f"NO_PROFILE = {args.no_profile}"))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
     os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="gap-parts-cache-")
     from kernelbench_eval import alias_candidate
@@ -197,7 +211,7 @@ def main() -> None:
     keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
     if args.device_parts:
         keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms", "ending_ms")
-        keys += ("before_loop_ms", "check_ms", "after_check_ms")
+        keys += ("before_loop_ms", "check_ms", "elapsed_ms", "after_check_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
