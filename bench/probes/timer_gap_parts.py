@@ -10,7 +10,8 @@ medians per repetition, and what is left of the span once the command is taken a
 difference between the sides is the gap bench/timer_gaps.py reads. With --device-parts the loop is replaced by a copy
 with events between its steps on the device (the draw, the flush, the copies, the digests), the host's wait from the
 stream's release to the synchronize's return, from the call's return to the release, before the loop, in the
-integrity check after it, reading the events' times and from there to the command's facts; the events cost each side
+integrity check after it, reading the events' times and from there to the command's facts (the digests' ends
+joined on the device, copied to the host, then read again as the harness reads them: joined, copied and hashed); the events cost each side
 alike. Figures per block (before the loop, the check, after it) are shown per repetition too. --no-profile runs the
 candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what the profile leaves behind.
 """
@@ -102,6 +103,8 @@ SITE = textwrap.dedent("""
     def _parted_loop(timing, parts):
         # timing._loop with events between the harness's own steps on the device (the draw, the flush, the call,
         # the copies, the digests), and the host's wait from the release to the synchronize's return.
+        import torch
+
         def loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers):
             if flush is None:
                 return original(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
@@ -159,7 +162,14 @@ SITE = textwrap.dedent("""
             parts["check_ms"] = (checked - looped) * 1e3
             facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
             if digester:
+                flat = [ends for outputs in digests for _, ends in outputs]
+                began_read = clocks.now()
+                joined = torch.cat(flat)
+                joined_at = clocks.now()
+                joined.cpu()
+                parts["cat_ms"], parts["to_host_ms"] = (joined_at - began_read) * 1e3, (clocks.now() - joined_at) * 1e3
                 facts["digests"] = timing.output_digest.read(digests)
+                parts["read_ms"] = (clocks.now() - began_read) * 1e3 - parts["cat_ms"] - parts["to_host_ms"]
             parts["after_check_ms"] = (clocks.now() - checked) * 1e3
             return facts | {"label": "cuda-events"}, held
 
@@ -211,7 +221,7 @@ def main() -> None:
     keys = ("span_ms", "command_ms", "loop_ms", "copies_ms", "handover_ms", "times_ms", "issue_ms", "prepare_ms")
     if args.device_parts:
         keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms", "ending_ms")
-        keys += ("before_loop_ms", "check_ms", "elapsed_ms", "after_check_ms")
+        keys += ("before_loop_ms", "check_ms", "elapsed_ms", "after_check_ms", "cat_ms", "to_host_ms", "read_ms")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
