@@ -1,19 +1,20 @@
 """Why an honest candidate's timer sits below the parent's clock: each side's timing commands, split into parts.
 
-`python bench/probes/timer_gap_parts.py PROBLEM [PROBLEM ...] [--runs 2] [--device cuda]`: each PROBLEM is a problem
-file (a KernelBench one by path) judged with its own reference as the candidate. For every timing block, on the
-parent's clock: the command's span per repetition; from the worker's reply: its own times, host issue and preparation
-per repetition, and the stream's hold (released, or spun in full) with its lead; from wrappers put into the workers (a
-sitecustomize this probe writes): the worker's time inside the command, its repetitions' loop, the host's time in the
-loop's copies of the outputs to be held (their allocations), and the hand-over of the held copies. Prints per side the
-medians per repetition, and what is left of the span once the command is taken away (the pipe, waking up); the
-difference between the sides is the gap bench/timer_gaps.py reads. With --device-parts the loop is replaced by a copy
-with events between its steps on the device (the draw, the flush, the copies, the digests), the host's wait from the
-stream's release to the synchronize's return, from the call's return to the release, before the loop, in the
-integrity check after it, reading the events' times and from there to the command's facts (the digests' ends
-joined on the device, copied to the host, then read again as the harness reads them: joined, copied and hashed); the events cost each side
-alike. Figures per block (before the loop, the check, after it) are shown per repetition too. --no-profile runs the
-candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what the profile leaves behind.
+`python bench/probes/timer_gap_parts.py PROBLEM [PROBLEM ...] [--runs 2] [--device cuda] [--device-parts]
+[--no-profile]`: each PROBLEM is a problem file (a KernelBench one by path) judged with its own reference as the
+candidate. For every timing block, on the parent's clock: the command's span per repetition; from the worker's reply:
+its own times, host issue and preparation per repetition, and the stream's hold (released, or spun in full) with its
+lead; from wrappers put into the workers (a sitecustomize this probe writes): the worker's time inside the command,
+its repetitions' loop, the host's time in the loop's copies of the outputs to be held (their allocations), and the
+hand-over of the held copies. Prints per side the medians per repetition, and what is left of the span once the
+command is taken away (the pipe, waking up); the difference between the sides is the gap bench/timer_gaps.py reads.
+
+With --device-parts the loop is replaced by a copy with events between its steps on the device (the draw, the flush,
+the copies, the digests) and host clocks around the rest: from the release to the synchronize's return, from the
+call's return to the release, before the loop, its integrity check, reading the events' times, and from there to the
+command's facts, the digests' read among them (their ends joined on the device, copied to the host, then read as the
+harness reads them). The events cost each side alike. Per-block figures are shown per repetition too. --no-profile
+runs the candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what it leaves behind.
 """
 
 import argparse
