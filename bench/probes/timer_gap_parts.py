@@ -13,7 +13,8 @@ With --device-parts the loop is replaced by a copy with events between its steps
 the copies, the digests) and host clocks around the rest: from the release to the synchronize's return, from the
 call's return to the release, before the loop, its integrity check, reading the events' times, and from there to the
 command's facts, the digests' read among them (their ends joined on the device, copied to the host, then read as the
-harness reads them). The events cost each side alike. Per-block figures are shown per repetition too. --no-profile
+harness reads them), with the caching allocator's retries, device allocations and frees in the join. The events cost
+each side alike. Per-block figures are shown per repetition too. --no-profile
 runs the candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what it leaves behind.
 """
 
@@ -164,9 +165,13 @@ SITE = textwrap.dedent("""
             facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
             if digester:
                 flat = [ends for outputs in digests for _, ends in outputs]
+                stats = torch.cuda.memory_stats()
                 began_read = clocks.now()
                 joined = torch.cat(flat)
                 joined_at = clocks.now()
+                after = torch.cuda.memory_stats()
+                for key in ("num_alloc_retries", "num_device_alloc", "num_device_free"):
+                    parts[key] = parts.get(key, 0) + after.get(key, 0) - stats.get(key, 0)
                 joined.cpu()
                 parts["cat_ms"], parts["to_host_ms"] = (joined_at - began_read) * 1e3, (clocks.now() - joined_at) * 1e3
                 facts["digests"] = timing.output_digest.read(digests)
@@ -223,6 +228,7 @@ def main() -> None:
     if args.device_parts:
         keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms", "ending_ms")
         keys += ("before_loop_ms", "check_ms", "elapsed_ms", "after_check_ms", "cat_ms", "to_host_ms", "read_ms")
+        keys += ("num_alloc_retries", "num_device_alloc", "num_device_free")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")
