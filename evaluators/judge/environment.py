@@ -25,8 +25,13 @@ PASSED_ENV = {
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 
-def worker_env(device: str, scratch: Path, options: ProcessOptions | EvalOptions, toolchain: str) -> dict[str, str]:
+def worker_env(
+    device: str, scratch: Path, options: ProcessOptions | EvalOptions, toolchain: str, role: str
+) -> dict[str, str]:
     """An environment from an allow-list, with anything named like a secret removed even if allowed.
+
+    The reference's worker builds into caches of its own, which a candidate's processes see read-only
+    (judge/readonly_code.py): a kernel it compiles is never one a candidate left under the same key.
 
     For `cuda:N` the worker sees GPU N alone, as its `cuda`.
     """
@@ -34,7 +39,7 @@ def worker_env(device: str, scratch: Path, options: ProcessOptions | EvalOptions
     # with it set), every worker compiled torch's sources again as it started.
     env = {k: v for k, v in os.environ.items() if k in PASSED_ENV and not SECRET_NAME.search(k)}
     paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    build_dir = options.cache_dir / "builds" / toolchain
+    build_dir = build_root(options.cache_dir, role) / toolchain
     env |= {
         "HOME": str(scratch),
         "TMPDIR": str(scratch),
@@ -53,6 +58,11 @@ def worker_env(device: str, scratch: Path, options: ProcessOptions | EvalOptions
     if index is not None:
         env |= visible_device_env(index)
     return env
+
+
+def build_root(cache_dir: Path, role: str) -> Path:
+    """Where a role's workers keep what they compile (Triton, torch extensions, inductor): the reference's apart."""
+    return cache_dir / ("reference-builds" if role == "reference" else "builds")
 
 
 def visible_device_env(index: int) -> dict[str, str]:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evaluators.judge import parent_death, pause, scratch
+from evaluators.judge import parent_death, pause, readonly_code, scratch
 from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout, read_reply, unsolicited
 from evaluators.judge.environment import worker_env
 
@@ -121,7 +121,7 @@ class Worker:
             self.proc = parent_death.popen(
                 self._command(chan_w, ctl_r, spare),
                 cwd=self.scratch,
-                env=worker_env(device, self.scratch, options, toolchain),
+                env=worker_env(device, self.scratch, options, toolchain, role),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -157,7 +157,10 @@ class Worker:
         # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
         # `unshare` dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
         inside = parent_death.without_capabilities(command)
-        return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", '"$@"; exit $?', "ks-worker", *inside])
+        # Before it runs, the code trusted processes load is bound read-only in its mount namespace (readonly_code.py).
+        mounts = readonly_code.script_for(options.cache_dir, self.scratch, _UNSHARE)
+        return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", mounts + '"$@"; exit $?', "ks-worker",
+                                              *inside])  # fmt: skip
 
     def assign(self, job: dict, candidate_source: str | None, stage: str) -> Reply:
         """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.

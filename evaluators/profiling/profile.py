@@ -141,7 +141,7 @@ def _profiled(problem: Problem, source: str, device: str, tool: str, timeout_s: 
         job = {"problem_path": str(problem.path), "cache_dir": str(options.cache_dir), "seed": options.seed}
         (scratch / "job.json").write_text(json.dumps(job))
         (scratch / "candidate.py").write_text(source)
-        env = worker_env(device, scratch, options, toolchain_key())
+        env = worker_env(device, scratch, options, toolchain_key(), "candidate")
         if tool == "ncu":
             done = _run(ncu_profile_command(scratch / "report"), scratch, env, timeout_s)
             if done.returncode != 0:

@@ -77,7 +77,7 @@ def test_worker_sees_only_its_gpu(monkeypatch, tmp_path):
     monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert visible_device_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
-    env = worker_env("cuda:1", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    env = worker_env("cuda:1", tmp_path, EvalOptions(cache_dir=tmp_path), "tc", "candidate")
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and "TRITON_INTERPRET" not in env
 
 
@@ -91,7 +91,8 @@ def test_parents_own_device_list_is_honoured(monkeypatch):
 
 def test_plain_cuda_keeps_the_parents_devices(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    assert worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")["CUDA_VISIBLE_DEVICES"] == "3"
+    env = worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc", "candidate")
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"
 
 
 def test_graph_spreads_slots_over_gpus_the_evaluator_accepts(two_gpus):

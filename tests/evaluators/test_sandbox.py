@@ -15,7 +15,7 @@ def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_API_KEY", "fake")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("SOME_OTHER_VARIABLE", "x")
-    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc", "candidate")
     assert "GOOGLE_API_KEY" not in env and "SOME_OTHER_VARIABLE" not in env
     assert env["CUDA_VISIBLE_DEVICES"] == "0"
     assert env["HOME"] == str(tmp_path) and env["TRITON_INTERPRET"] == "1"
@@ -23,7 +23,7 @@ def test_secrets_never_reach_the_worker(monkeypatch, tmp_path):
 
 
 def test_interpreter_is_set_for_cpu_workers_only(tmp_path):
-    env = worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    env = worker_env("cuda", tmp_path, EvalOptions(cache_dir=tmp_path), "tc", "candidate")
     assert "TRITON_INTERPRET" not in env
     assert Path(env["TRITON_CACHE_DIR"]).parent.name == "tc"
 
@@ -71,7 +71,7 @@ def test_a_frame_nobody_asked_for_breaks_the_protocol(tmp_path):
 
 def test_the_worker_finds_our_packages_without_an_installed_checkout(tmp_path):
     # A GPU machine runs the checkout as it is (no `pip install -e`): the worker imports from the path we give it.
-    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc")
+    env = worker_env("cpu", tmp_path, EvalOptions(cache_dir=tmp_path), "tc", "candidate")
     first = Path(env["PYTHONPATH"].split(":")[0])
     assert (first / "evaluators" / "worker" / "main.py").exists() and (first / "kernels").is_dir()
 
