@@ -13,7 +13,8 @@ With --device-parts the loop is replaced by a copy with events between its steps
 the copies, the digests) and host clocks around the rest: from the release to the synchronize's return, from the
 call's return to the release, before the loop, its integrity check, reading the events' times, and from there to the
 command's facts, the digests' read among them (their ends joined on the device, copied to the host, then read as the
-harness reads them), with the caching allocator's retries, device allocations and frees in the join. The events cost
+harness reads them), with the caching allocator's retries, device allocations and frees in the join, a first
+one-element op before it, and the process's Python threads (per block, like the figures before). The events cost
 each side alike. Per-block figures are shown per repetition too. --no-profile
 runs the candidate's one profiled call (worker/kernel_share.py) without the profiler, to see what it leaves behind.
 """
@@ -105,6 +106,8 @@ SITE = textwrap.dedent("""
     def _parted_loop(timing, parts):
         # timing._loop with events between the harness's own steps on the device (the draw, the flush, the call,
         # the copies, the digests), and the host's wait from the release to the synchronize's return.
+        import threading
+
         import torch
 
         def loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers):
@@ -166,6 +169,10 @@ SITE = textwrap.dedent("""
             if digester:
                 flat = [ends for outputs in digests for _, ends in outputs]
                 stats = torch.cuda.memory_stats()
+                began_first = clocks.now()
+                torch.zeros(1, device="cuda")
+                parts["first_op_ms"] = (clocks.now() - began_first) * 1e3
+                parts["threads"] = len(threading.enumerate())
                 began_read = clocks.now()
                 joined = torch.cat(flat)
                 joined_at = clocks.now()
@@ -228,7 +235,7 @@ def main() -> None:
     if args.device_parts:
         keys += ("draw_ms", "flush_ms", "copies_dev_ms", "digests_ms", "tail_ms", "ending_ms")
         keys += ("before_loop_ms", "check_ms", "elapsed_ms", "after_check_ms", "cat_ms", "to_host_ms", "read_ms")
-        keys += ("num_alloc_retries", "num_device_alloc", "num_device_free")
+        keys += ("num_alloc_retries", "num_device_alloc", "num_device_free", "first_op_ms", "threads")
     names = " | ".join(k.removesuffix("_ms") for k in keys)
     print(f"| problem | run | side | blocks | {names} | span - command |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in keys) + " | --- |")

@@ -25,6 +25,8 @@ from evaluators.judge.channel import ChannelClosed, ChannelError, ChannelTimeout
 from evaluators.judge.environment import worker_env
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from evaluators.judge.options import EvalOptions
     from evaluators.judge.process_options import ProcessOptions
 
@@ -82,6 +84,22 @@ def harness_pid(root: int, own: object) -> int | None:
         if ids and ids[-1] == str(own):
             return pid
     return None
+
+
+def confined(command: list[str], options: ProcessOptions | EvalOptions, scratch: Path) -> list[str]:
+    """`command`, to run candidate code: in a PID and mount namespace of its own where one is asked for or available.
+
+    A shell is the namespace's PID 1, so the command is an ordinary process: PID 1 ignores signals it has no handler
+    for (os.abort would then end as SIGSEGV), and its exit status tells the signal. Before it runs, the shell binds the
+    code trusted processes load read-only (readonly_code.py); the command then runs without capabilities. `unshare`
+    dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
+    """
+    use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
+    if not use_ns:
+        return command
+    inside = parent_death.without_capabilities(command)
+    mounts = readonly_code.script_for(options.cache_dir, scratch, _UNSHARE)
+    return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", mounts + '"$@"; exit $?', "ks-worker", *inside])
 
 
 _dismissed: list[Worker] = []  # killed, maybe not yet gone (Worker.dismiss)
@@ -147,20 +165,9 @@ class Worker:
         # the import path, so nothing planted there is imported as a module.
         command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), self.role]
         command += ["spare"] if spare else []
-        options = self.options
-        use_ns = options.pid_namespace if options.pid_namespace is not None else pid_namespace_available()
         # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
         # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
-        if not use_ns or self.role == "reference":
-            return command
-        # A shell as the namespace's PID 1, so the worker is an ordinary process: PID 1 ignores signals
-        # it has no handler for (os.abort would then end as SIGSEGV), and its exit status tells the signal.
-        # `unshare` dies with the parent, and the namespace with it; nothing in it can stop that (parent_death.py).
-        inside = parent_death.without_capabilities(command)
-        # Before it runs, the code trusted processes load is bound read-only in its mount namespace (readonly_code.py).
-        mounts = readonly_code.script_for(options.cache_dir, self.scratch, _UNSHARE)
-        return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", mounts + '"$@"; exit $?', "ks-worker",
-                                              *inside])  # fmt: skip
+        return command if self.role == "reference" else confined(command, self.options, self.scratch)
 
     def assign(self, job: dict, candidate_source: str | None, stage: str) -> Reply:
         """Give the waiting process its job (and the candidate's source) and wait for the job's first reply.

@@ -31,6 +31,7 @@ from pathlib import Path
 from evaluators.judge import problem_files
 from evaluators.judge.environment import worker_env
 from evaluators.judge.options import EvalOptions
+from evaluators.judge.process import confined
 from evaluators.judge.reference_pool import EnvironmentFailure
 from evaluators.judge.toolchain import toolchain_key
 from evaluators.profiling.report import parse_ncu_csv, parse_rocprof_csv, summarize
@@ -143,7 +144,8 @@ def _profiled(problem: Problem, source: str, device: str, tool: str, timeout_s: 
         (scratch / "candidate.py").write_text(source)
         env = worker_env(device, scratch, options, toolchain_key(), "candidate")
         if tool == "ncu":
-            done = _run(ncu_profile_command(scratch / "report"), scratch, env, timeout_s)
+            # The candidate runs under the profiler: confined as a candidate's worker is (judge/process.py).
+            done = _run(confined(ncu_profile_command(scratch / "report"), options, scratch), scratch, env, timeout_s)
             if done.returncode != 0:
                 return _failure(tool, done)
             exported = _run(ncu_csv_command(scratch / "report"), scratch, env, timeout_s)
@@ -151,7 +153,7 @@ def _profiled(problem: Problem, source: str, device: str, tool: str, timeout_s: 
                 return _failure("ncu --import", exported)
             kernels = parse_ncu_csv(exported.stdout)
         else:
-            done = _run(rocprof_command(scratch / "out"), scratch, env, timeout_s)
+            done = _run(confined(rocprof_command(scratch / "out"), options, scratch), scratch, env, timeout_s)
             if done.returncode != 0:
                 return _failure(tool, done)
             counters = "".join(p.read_text() for p in (scratch / "out").rglob("*counter_collection.csv"))
