@@ -200,6 +200,8 @@ def _loop(
                 # candidate's allocated afresh for each, unseen by the events but inside the parent's clock.
                 held[rep] = flatten_outputs(output, plan.held_device)
             if digester:
+                if i == 0:
+                    digester.reserve(plan.reps * len(held[rep]), plan.held_device)
                 digests.append([digester.of(tensor) for tensor in held[rep]])
         del output
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
@@ -214,7 +216,7 @@ def _loop(
         return {"times_ms": times, "label": "interpreter"}, held
     facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
     if digester:
-        facts["digests"] = output_digest.read(digests)
+        facts["digests"] = output_digest.read(digests, digester.joined())
     return facts | {"label": "cuda-events"}, held
 
 

@@ -68,3 +68,17 @@ def test_the_python_chains_are_order_dependent_and_not_a_sum():
     """Swapping two words, or moving a difference from one word to another, changes a chain's end."""
     assert chains([1, 2], 1) != chains([2, 1], 1)
     assert chains([5, 0], 1) != chains([4, 1], 1)
+
+
+@pytest.mark.gpu
+def test_ends_kept_side_by_side_read_as_the_same_digests_and_overflow_falls_back():
+    """A timing reserves one buffer for a block's ends and reads it in one copy (Digester.reserve, joined)."""
+    digester = output_digest.load()
+    tensors = [torch.randn(1000 + 7 * k, device="cuda") for k in range(5)]
+    apart = output_digest.read([[digester.of(t)] for t in tensors])
+    digester.reserve(len(tensors), "cuda")
+    queued = [[digester.of(t)] for t in tensors]
+    assert output_digest.read(queued, digester.joined()) == apart
+    digester.reserve(0, "cuda")  # no room: each gets ends of its own, and the whole is read apart
+    queued = [[digester.of(t)] for t in tensors]
+    assert digester.joined() is None and output_digest.read(queued) == apart
