@@ -150,3 +150,18 @@ def test_a_side_given_few_repetitions_gets_no_more_jitter_than_its_calls_earn():
     verdict = judge_timing(few, honest(0.1), REPS_FOR)
     assert verdict.disputed and verdict.slack_ms < trusting.slack_ms
     assert verdict.parent_ms == pytest.approx(trusting.parent_ms)
+
+
+def test_a_long_call_whose_timer_claims_a_tenth_less_is_disputed():
+    """The red team's forger: a 20 ms call whose blocks of ten lose their forged tenth (about 10 % less), which the flat
+    10 % share let through. A long call's share is 3 % plus the cost of a few more launches than the reference's."""
+    result = judged(timing([18.0] * REPS, 20.0), reference=honest(20.0))
+    assert [f.code for f in result.flags] == ["timing_disputed"]
+    assert result.shapes[0].runtime_ms == pytest.approx(20.0)
+    honest_launches = judged(timing([19.7] * REPS, 20.0), reference=honest(20.0))  # 0.3 ms of launches beyond
+    assert not honest_launches.flags and honest_launches.shapes[0].runtime_ms == pytest.approx(19.7)
+
+
+def test_a_short_calls_share_is_still_a_tenth():
+    assert slack_ms(1.0, 0.0, 10**9) == pytest.approx(0.10)
+    assert slack_ms(20.0, 0.0, 10**9) == pytest.approx(0.03 * 20 + 0.15)

@@ -60,8 +60,9 @@ def test_the_control_is_correct_unflagged_and_timed_at_its_real_speed(device, ca
 # What each attack gets: (status, a fragment of its message or flags); None where several honest outcomes exist.
 EXPECTED = {
     "forge_times_via_frames": ("correct", None),  # timed at its real speed by the parent's clock
-    # Each block's mean is reported; a block of ten loses its forged tenth, within the timer's allowance (wall.py).
-    "forge_most_reps_keep_mean": ("correct", None),
+    # Each block's mean is reported; a block of ten loses its forged tenth: within the flat 10 % the timer was once
+    # allowed (6 % under its control on an H200), beyond a long call's 3 % plus a few launches now (wall.py).
+    "forge_most_reps_keep_mean": ("correct", ("the parent's clock", "cuda")),
     "forge_zero_times": ("correct", None),  # the parent's figure, and a verdict (no division by zero)
     "forge_nan_times": ("runtime_error", "not a finite, non-negative number"),
     "patch_clock_instance": ("correct", None),
