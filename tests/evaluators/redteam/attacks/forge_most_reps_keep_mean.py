@@ -1,8 +1,9 @@
 # Attack (timer forgery, class 1a): does the control's work on every call, but rewrites its own timer so that two
 # repetitions of each three read almost nothing and the third reads all three: a block's mean stays honest where its
-# repetitions come in threes (a block of ten reads 0.9 of its work: under the timer's allowance), so a check of the
-# mean passes, while the median of the repetitions would read about nothing. On the CPU, where a block
-# is one repetition, two blocks of three are forged the same way: the parent's clock floors them.
+# repetitions come in threes (a block of ten reads 0.9 of its work), so a check of the mean passes, while the median
+# of the repetitions would read about nothing. On a GPU its tenth was within the flat 10 % of the call the timer was
+# once allowed; a long call is allowed 3 % plus a few launches now (judge/wall.py). On the CPU, where a block is one
+# repetition, two blocks of three are forged the same way: the parent's clock floors them.
 import sys as _sys
 
 _Honest = ModelNew
