@@ -246,7 +246,7 @@ def _timed_shapes(ask, reference, shapes, memory: dict, meta: dict, result: Eval
             if (
                 timing.mismatch is None
                 and device_kind(result.device) == "cuda"
-                and wall.judge_timing(timing, reference_timing, reps_for).disputed
+                and wall.judge_timing(timing, reference_timing, reps_for, "cuda").disputed
             ):
                 # A disputed timing is measured again, the reference's with it: a passing episode's noise passes,
                 # a forger's timer says the same twice.

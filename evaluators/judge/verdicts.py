@@ -141,7 +141,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         return False
     device = device_kind(result.device)
     reps_for = timing_plan.honest_reps(result.device, options)
-    reference_clock = wall.judge_timing(reference, reference, reps_for)
+    reference_clock = wall.judge_timing(reference, reference, reps_for, device)
     baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
     runtime = wall.reported_ms(timing)
     spread = median_and_spread(timing.facts["times_ms"])[1]
@@ -154,7 +154,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         )
     runtime += side
     _flag_left_behind(result, shape_result.name, timing)
-    clock = wall.judge_timing(timing, reference, reps_for)
+    clock = wall.judge_timing(timing, reference, reps_for, device)
     if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",

@@ -238,11 +238,11 @@ def test_each_block_has_a_nonce_of_its_own_drawn_as_it_is_sent(tmp_path, cuda_lo
 def test_the_parents_clock_takes_each_commands_fixed_cost_out(tmp_path, cuda_lock):
     """Eight commands a side: the calibration counts eight fixed costs, so an honest timer is not disputed."""
     (reference, candidate), _ = _timed(tmp_path, side_by_side=True)
-    verdict = judge_timing(candidate, reference, honest_reps("cuda", EvalOptions()))
+    verdict = judge_timing(candidate, reference, honest_reps("cuda", EvalOptions()), "cuda")
     assert verdict.parent_ms == pytest.approx(CALL_S * 1e3, rel=0.01) and not verdict.disputed
     (reference, slow), _ = _timed(tmp_path, side_by_side=True, candidate_s=3 * CALL_S)
     slow.facts["times_ms"] = [CALL_S * 1e3] * slow.reps  # a timer claiming a third of what the calls took
-    assert judge_timing(slow, reference, honest_reps("cuda", EvalOptions())).disputed
+    assert judge_timing(slow, reference, honest_reps("cuda", EvalOptions()), "cuda").disputed
 
 
 def test_outputs_the_device_keeps_few_of_come_in_more_blocks(tmp_path, cuda_lock):

@@ -56,7 +56,7 @@ def test_the_calibration_recovers_the_real_time_and_the_harness():
 
 
 def test_an_honest_timer_within_the_noise_keeps_its_figure_and_no_flag():
-    result = judged(timing([0.5] * REPS, 0.5 + 0.5 * slack_ms(0.5, HARNESS_MS, REPS)))
+    result = judged(timing([0.5] * REPS, 0.5 + 0.5 * slack_ms(0.5, HARNESS_MS, REPS, "cuda")))
     assert result.shapes[0].runtime_ms == pytest.approx(0.5)
     assert not result.flags
 
@@ -98,7 +98,7 @@ def test_forging_whole_blocks_moves_the_figure_no_further_than_the_allowance():
     # Four blocks of ten claim nothing: the median of the blocks moves off the honest ones by at most the noise
     # the parent allows, and forging the majority is disputed.
     few = timing([0.0] * 40 + [1.0] * 60, 1.0)
-    verdict = judge_timing(few, honest(1.0), REPS_FOR)
+    verdict = judge_timing(few, honest(1.0), REPS_FOR, "cuda")
     assert reported_ms(few) >= verdict.parent_ms - verdict.slack_ms
     many = judged(timing([0.0] * 60 + [1.0] * 40, 1.0))
     assert "timing_disputed" in [f.code for f in many.flags]
@@ -109,7 +109,7 @@ def test_the_reference_judged_by_the_same_rule_is_never_disputed_by_its_own_cali
     # One slow command of three (the CPU's pipe): calibrated by a mean, the median of the reference's own figures
     # read 0.77 ms against its 0.1 ms, and its floor raised the baseline fivefold.
     reference = timing([0.1] * REPS, [0.8] * 3 + [2.8] * 7)
-    verdict = judge_timing(reference, reference, REPS_FOR)
+    verdict = judge_timing(reference, reference, REPS_FOR, "cuda")
     assert verdict.parent_ms == pytest.approx(reported_ms(reference)) and not verdict.disputed
     result = judged(honest(1.0), reference=reference)
     assert result.shapes[0].baseline_ms == pytest.approx(0.1)
@@ -145,9 +145,9 @@ def test_a_side_given_few_repetitions_gets_no_more_jitter_than_its_calls_earn():
     blocks = [Block(b * 10, 10, b, FIXED_S + 10 * (0.1 + HARNESS_MS) * 1e-3) for b in range(2)]
     few = ShapeTiming(20, {"times_ms": [0.033] * 20}, blocks=blocks)
     few.span, few.fixed_s = Span(sum(b.seconds for b in blocks), 20, 2), FIXED_S
-    trusting = judge_timing(few, honest(0.1), lambda ms: 0)  # its own count: 1 ms of jitter over 20 repetitions
+    trusting = judge_timing(few, honest(0.1), lambda ms: 0, "cuda")  # its own count: 1 ms of jitter over 20 repetitions
     assert not trusting.disputed
-    verdict = judge_timing(few, honest(0.1), REPS_FOR)
+    verdict = judge_timing(few, honest(0.1), REPS_FOR, "cuda")
     assert verdict.disputed and verdict.slack_ms < trusting.slack_ms
     assert verdict.parent_ms == pytest.approx(trusting.parent_ms)
 
@@ -162,6 +162,7 @@ def test_a_long_call_whose_timer_claims_a_tenth_less_is_disputed():
     assert not honest_launches.flags and honest_launches.shapes[0].runtime_ms == pytest.approx(19.7)
 
 
-def test_a_short_calls_share_is_still_a_tenth():
-    assert slack_ms(1.0, 0.0, 10**9) == pytest.approx(0.10)
-    assert slack_ms(20.0, 0.0, 10**9) == pytest.approx(0.03 * 20 + 0.15)
+def test_a_short_calls_share_is_still_a_tenth_and_the_cpus_calls_keep_it():
+    assert slack_ms(1.0, 0.0, 10**9, "cuda") == pytest.approx(0.10)
+    assert slack_ms(20.0, 0.0, 10**9, "cuda") == pytest.approx(0.03 * 20 + 0.15)
+    assert slack_ms(20.0, 0.0, 10**9, "cpu") == pytest.approx(2.0)

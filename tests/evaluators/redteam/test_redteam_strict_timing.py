@@ -78,7 +78,7 @@ def judged(tmp_path, strict: bool, candidate: Process | None = None) -> EvalResu
     reference, candidate = Process(REFERENCE_MS, REFERENCE_MS), candidate or Process(REAL_MS, FORGED_MS)
     args = (0, "cuda", options, memory, lambda: layout, quiet_for([]), where)
     timings = time_side_by_side(reference, candidate, *args)
-    if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options)).disputed:
+    if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options), "cuda").disputed:
         timings = time_side_by_side(reference, candidate, *args)  # evaluate() times a disputed shape again
     reference_timing, timing = timings
     result = EvalResult(status="correct", device="cuda", strict=strict)

@@ -227,7 +227,7 @@ def judged(tmp_path, reference: Worker, candidate: Worker, layout: dict = SIDE_B
 
     args = (0, "cuda", options, memory, lambda: layout, quiet, where)
     timings = time_side_by_side(reference, candidate, *args)
-    if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options)).disputed:
+    if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options), "cuda").disputed:
         timings = time_side_by_side(reference, candidate, *args)
     reference_timing, timing = timings
     result = EvalResult(status="correct", device="cuda")
