@@ -3,13 +3,12 @@
     python bench/timer_gaps.py FILE [FILE ...]
 
 Each FILE is a batch's `results.jsonl` (what `python -m evaluators.batch` and `bench/identity_suites.py` leave under
-their --out), gzipped or not, or the JSON of `bench/redteam_verdicts.py --out`. Each timed shape's `wall` (judge/wall.py: the parent's
-figure per call, what the candidate's process claimed, the noise allowed) gives its gap, (parent - claimed) / parent:
-how much of the call an honest timer needs below the parent's clock, and an attack takes. Per file: the gap at the
-median, the 90th and 99th percentiles and the most; how many shapes used more than 1, 2, 3, 5 and 10 % of their call;
-then the ten widest, with both sides' host issue times (an honest gap is mostly the candidate's issue time beyond the
-reference's: the stream is held until a call's launches are queued, so they are inside the parent's clock and not
-the events').
+their --out), gzipped or not, or the JSON of `bench/redteam_verdicts.py --out`. Each timed shape's `wall`
+(judge/wall.py: the parent's figure per call, what the candidate's process claimed, the noise allowed) gives its gap,
+(parent - claimed) / parent: how much of the call an honest timer needs below the parent's clock, and an attack
+takes. Per file: the gap at the median, the 90th and 99th percentiles and the most; how many shapes used more than 1,
+2, 3, 5 and 10 % of their call; then the ten widest, with both sides' host issue times (the stream is held until a
+call's launches are queued, so launches beyond the reference's are inside the parent's clock and not the events').
 """
 
 from __future__ import annotations

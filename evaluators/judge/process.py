@@ -98,7 +98,7 @@ def confined(command: list[str], options: ProcessOptions | EvalOptions, scratch:
     if not use_ns:
         return command
     inside = parent_death.without_capabilities(command)
-    mounts = readonly_code.script_for(options.cache_dir, scratch, _UNSHARE)
+    mounts = readonly_code.script_for(options.cache_dir, scratch)
     return parent_death.dies_with_parent([*_UNSHARE, "/bin/sh", "-c", mounts + '"$@"; exit $?', "ks-worker", *inside])
 
 

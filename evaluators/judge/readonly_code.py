@@ -1,89 +1,79 @@
-"""What a candidate's processes may not write: the code every trusted process of the machine loads.
+"""What a candidate's processes may write: their own directories, and nothing trusted processes load.
 
-A candidate runs as the user who owns the checkout, and the reference's worker and the parent import from the checkout
-and the interpreter's own directories. A module planted there (a `statistics.py` beside the `evaluators` package,
-ahead of the standard library on the workers' path) ran inside the next reference worker, before its tripwire took
-its snapshot: a wrong output then read correct at 2.3x, and every later process started from the checkout imported it
-too. The same holds for compiled kernels: a reference that builds Triton kernels or a torch.compile baseline loads
-them from a cache keyed by their source, so its caches are its own (judge/environment.py) and the candidate's
-processes see them read-only as well.
+A candidate runs as the user who owns the checkout (here, root), and the reference's worker and the parent import from
+the checkout and the interpreter's own directories. A module planted there (a `statistics.py` beside the `evaluators`
+package, ahead of the standard library on the workers' path) ran inside the next reference worker, before its
+tripwire took its snapshot: a wrong output then read correct at 2.3x, and every later process started from the
+checkout imported it too. A second red team found the same class elsewhere: a header torch.compile builds into every
+kernel, planted in the reference's TMPDIR (its scratch directory, a sibling of the candidate's), ran in the warm
+reference of `--compile-baseline` and made a slow kernel read 1.0x against its 0.003x; and as root a candidate could
+rewrite /etc (the loader reads /etc/ld.so.preload in every program) or a program on PATH. So no list of places is
+trusted to be complete: every mount the candidate sees is read-only, and only its own scratch directory, the cache
+directory (its own builds, the timing locks) and a simulated device's directory are writable again. The reference
+builds Triton, extension and inductor kernels into caches of its own (judge/environment.py), read-only inside the
+cache directory.
 
 A candidate's worker already runs in a user namespace with a mount namespace of its own (judge/process.py). Before
-the worker starts, the namespace's shell binds each directory below read-only over itself; the worker then runs with
-no capabilities, so it cannot remount them, and a namespace it makes of its own inherits them locked. Where the
-mounts cannot be made (no `mount`, or a kernel that refuses them to an unprivileged namespace) nothing is bound, and
-docs/CONTRACTS.md says what that leaves open.
+the worker starts, the namespace's shell remounts every mount read-only (/proc, /sys and /dev keep theirs); the worker
+then runs with no capabilities, so it cannot remount them, and a namespace it makes of its own inherits them locked.
+Where the first remount is refused (no `mount`, or a kernel that refuses it to an unprivileged namespace) nothing is
+changed, and docs/CONTRACTS.md says what that leaves open.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 import shlex
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from evaluators.judge.environment import REPO_ROOT, build_root
+from evaluators.judge.environment import build_root
 
-
-def code_paths() -> list[Path]:
-    """The checkout, the interpreter's prefixes and every directory on this process's import path, outermost only."""
-    found = [REPO_ROOT, *map(Path, {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix})]
-    found += [Path(entry) for entry in sys.path if entry and Path(entry).is_dir()]
-    return outermost(p.resolve() for p in found if p.is_dir())
-
-
-def outermost(paths) -> list[Path]:
-    """`paths` without duplicates or any that lies inside another."""
-    kept: list[Path] = []
-    for path in sorted(set(paths), key=lambda p: len(p.parts)):
-        if not any(path.is_relative_to(outer) for outer in kept):
-            kept.append(path)
-    return kept
-
-
-def mount_lines(readonly: list[Path], writable: list[Path]) -> list[str]:
-    """Shell lines that bind `readonly` read-only, then those of `writable` inside them writable again."""
-    lines = []
-    for path in readonly:
-        quoted = shlex.quote(str(path))
-        lines += [f"mount --rbind {quoted} {quoted}", f"mount -o remount,bind,ro {quoted}"]
-    for path in writable:
-        if any(path.is_relative_to(outer) for outer in readonly):
-            quoted = shlex.quote(str(path))
-            lines += [f"mount --rbind {quoted} {quoted}", f"mount -o remount,bind,rw {quoted}"]
-    return lines
-
-
-def script_for(cache_dir: Path, scratch: Path, unshare: list[str]) -> str:
-    """The mounts for a candidate's worker: the code and the reference's builds read-only, its own directories not.
-
-    Empty where they cannot be made in a namespace that `unshare` opens (judge/process.py's, the one the worker gets).
-    """
-    trusted_builds = build_root(cache_dir, "reference")
-    trusted_builds.mkdir(parents=True, exist_ok=True)
-    lines = mount_lines(code_paths(), [cache_dir.resolve(), scratch.resolve()])
-    # Inside the cache directory, which the candidate writes, the reference's own builds: bound read-only last.
-    lines += mount_lines([trusted_builds.resolve()], [])
-    script = "\n".join(["set -e", *lines, "set +e", ""])  # a mount that fails stops the worker before it starts
-    return script if available(script, tuple(unshare)) else ""
-
-
-PROBE = "ks-readonly-probe"  # a file the check below tries to make in the checkout
+KEPT = ("/proc", "/sys", "/dev")  # the kernel's views and devices (/dev/shm among them) keep their own flags
 
 
 @functools.cache
-def available(script: str, unshare: tuple[str, ...]) -> bool:
-    """Whether `script` runs in a namespace `unshare` opens, and no file can be made in the checkout after it."""
-    if not shutil.which("mount"):
-        return False
-    made = REPO_ROOT / PROBE
-    check = f"{script}\n(: > {shlex.quote(str(made))}) 2>/dev/null && exit 3\nexit 0\n"
+def mount_points() -> tuple[Path, ...]:
+    """Every mount point this process sees, outside KEPT, the root first (read once: workers see the same)."""
     try:
-        done = subprocess.run([*unshare, "/bin/sh", "-c", check], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    finally:
-        made.unlink(missing_ok=True)
-    return done.returncode == 0
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return (Path("/"),)
+    points = []
+    for line in lines:
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+        if not any(point == kept or point.startswith(kept + "/") for kept in KEPT):
+            points.append(Path(point))
+    return tuple(sorted(set(points), key=lambda p: len(p.parts)))
+
+
+def script_for(cache_dir: Path, scratch: Path) -> str:
+    """The mounts for a candidate's worker: every mount read-only, its own directories writable again.
+
+    Writable: its own scratch directory (not the others' beside it: the reference's is its HOME and TMPDIR), the
+    cache directory and a simulated device's; inside the cache directory the reference's builds read-only again.
+    """
+    trusted_builds = build_root(cache_dir, "reference")
+    trusted_builds.mkdir(parents=True, exist_ok=True)
+    writable = [cache_dir.resolve(), scratch.resolve()]
+    if os.environ.get("KS_SIMULATED_DEVICE"):  # each worker keeps its own entry there (worker/device_memory.py)
+        writable.append(Path(os.environ["KS_SIMULATED_DEVICE"]).resolve())
+    return script(list(mount_points()), writable, trusted_builds.resolve())
+
+
+def script(readonly: list[Path], writable: list[Path], last: Path) -> str:
+    """Shell lines remounting `readonly` read-only, binding `writable` writable, then `last` (inside one) read-only.
+
+    Where the first remount is refused, none is made; once one is made, a later one that fails stops the worker
+    before it starts.
+    """
+    first, *rest = [f"mount -o remount,bind,ro {shlex.quote(str(path))}" for path in readonly]
+    for path in writable:
+        quoted = shlex.quote(str(path))
+        rest += [f"mount --rbind {quoted} {quoted}", f"mount -o remount,bind,rw {quoted}"]
+    quoted = shlex.quote(str(last))
+    rest += [f"mount --rbind {quoted} {quoted}", f"mount -o remount,bind,ro {quoted}"]
+    # The shell started in the worker's scratch directory, before its writable mount covered it: its working directory
+    # is looked up again, or the worker's relative writes would meet the read-only mount beneath.
+    return "\n".join([f"if {first} 2>/dev/null; then", "set -e", *rest, 'cd "$PWD"', "set +e", "fi", ""])

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from evaluators import EvalOptions, evaluate
-from evaluators.judge import reference_pool, spares
+from evaluators.judge import readonly_code, reference_pool, spares
 from kernels.problem import load_problem
 from tests.evaluators.conftest import PROBLEM
 from tests.evaluators.redteam.test_redteam import CONTROL
@@ -24,6 +24,19 @@ def own_problem(tmp_path):
     reference_pool.close_all()
     yield path
     reference_pool.close_all()
+    spares.close_all()
+
+
+@pytest.fixture
+def without_readonly_mounts(monkeypatch):
+    """Candidates' workers started with every mount writable, as where none can be remounted (readonly_code.py).
+
+    What an attack that writes outside its own directories meets there (a problem file watched and put back, a worker's
+    directory kept off the import path) is then what stands. Spares started before, with the mounts, are ended.
+    """
+    spares.close_all()
+    monkeypatch.setattr(readonly_code, "script_for", lambda cache_dir, scratch: "")
+    yield
     spares.close_all()
 
 

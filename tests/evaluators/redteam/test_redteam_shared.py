@@ -48,7 +48,7 @@ def attack(name: str, problem_file: Path | None = None) -> str:
     return f"{CONTROL}\n\n{text}"
 
 
-def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options):
+def test_a_rewritten_problem_file_does_not_judge_the_next_reference(own_problem, options, without_readonly_mounts):
     original = own_problem.read_text()
     problem = load_problem(own_problem)  # loaded once, as the batch does
     first = evaluate(problem, attack("rewrite_problem_file", own_problem), "cpu", options)
@@ -366,7 +366,9 @@ Model.forward = _slow_forward
 """
 
 
-def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(tmp_path, own_problem, options):
+def test_a_batchs_strict_run_does_not_clear_a_kernel_that_is_wrong_in_it(
+    tmp_path, own_problem, options, without_readonly_mounts
+):
     own_problem.write_text(own_problem.read_text() + SLOW_REFERENCE)
     problems = {"slow": load_problem(own_problem)}
     out = tmp_path / "out"
@@ -391,7 +393,7 @@ def test_a_candidate_cannot_overwrite_another_evaluations_outputs(own_problem, o
     assert honest.status == "correct", honest.message
 
 
-def test_a_module_planted_in_the_references_directory_does_not_run_there(own_problem, options):
+def test_a_module_planted_in_the_references_directory_does_not_run_there(own_problem, options, without_readonly_mounts):
     reference_pool.close_all()
     spares.close_all()
     opts = options.model_copy(update={"compile_baseline": True, "timeout_s": 120})
@@ -405,7 +407,7 @@ def test_a_module_planted_in_the_references_directory_does_not_run_there(own_pro
     assert not ran, "the planted module ran in the reference"
 
 
-def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, options):
+def test_a_rewritten_problem_file_does_not_judge_the_next_run(own_problem, options, without_readonly_mounts):
     untimed = options.model_copy(update={"timing": False})
     original = own_problem.read_text()
     rewriter = evaluate(load_problem(own_problem), attack("rewrite_problem_file", own_problem), "cpu", untimed)

@@ -6,10 +6,15 @@ planted there ran in the next reference worker (one its own out-of-memory report
 worker's tripwire took its snapshot; a wrong output then read correct at 2.3x on the CPU, a strict re-evaluation's
 fresh reference was compromised the same way, and every later process started from the checkout imported it. The
 class is any place a trusted process loads code from: the checkout, the interpreter's directories, the reference's
-build caches. Answered: in the candidate's mount namespace all of them are bound read-only before its worker starts.
+build caches; and, a second helper found, the reference's own scratch directory (its TMPDIR, where torch.compile keeps
+headers it compiles into every kernel: a planted one ran in the warm reference with --compile-baseline, and a slow
+kernel read 1.0x against its 0.003x), the system's directories and PATH (the evaluator runs as root here). Answered: in
+the candidate's mount namespace all of them are bound read-only before its worker starts, its own scratch directory
+and the cache directory writable again.
 """
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,20 +26,22 @@ from kernels.problem import load_problem
 from tests.evaluators.redteam.test_redteam_shared import attack
 
 
-def _mounts_made(options) -> bool:
+def _mounts_made() -> bool:
+    """Whether a namespace like a candidate's worker's can remount the root read-only here."""
     if not process.pid_namespace_available():
         return False
-    return bool(readonly_code.script_for(options.cache_dir, Path("/tmp"), process._UNSHARE))
+    check = "mount -o remount,bind,ro / 2>/dev/null || exit 3\n"
+    return subprocess.run([*process._UNSHARE, "/bin/sh", "-c", check], capture_output=True, timeout=30).returncode == 0
 
 
 def test_a_candidate_cannot_write_where_trusted_processes_load_code(own_problem, options):
-    if not _mounts_made(options):
+    if not _mounts_made():
         pytest.skip("no user and mount namespace here: the candidate runs beside the harness (docs/CONTRACTS.md)")
     options = options.model_copy(update={"timing": False})
     result = evaluate(load_problem(own_problem), attack("plant_code_for_trusted_processes"), "cpu", options)
     tries = json.loads((options.cache_dir / "plant-tries.json").read_text())
     assert result.status == "correct", result.message  # the mounts leave an honest candidate's work alone
-    assert set(tries) == {"checkout", "standard library", "site-packages", "reference builds"}
+    assert len(tries) == 7 and "none-found" not in tries["another worker's scratch"], tries
     assert not [place for place, met in tries.items() if met.endswith("written")], tries
     assert not list(REPO_ROOT.glob("ks_redteam_plant.py"))
 
@@ -47,14 +54,21 @@ def test_the_reference_builds_apart_from_candidates(tmp_path, options):
     assert ours["TORCHINDUCTOR_CACHE_DIR"] != theirs["TORCHINDUCTOR_CACHE_DIR"]
 
 
-def test_only_the_outermost_of_nested_paths_is_bound_and_writable_ones_inside_are_bound_again(tmp_path):
-    code, inner = tmp_path / "code", tmp_path / "code" / "lib"
-    inner.mkdir(parents=True)
-    assert readonly_code.outermost([inner, code, code]) == [code]
-    lines = readonly_code.mount_lines([code], [code / "cache", tmp_path / "elsewhere"])
-    assert lines == [
-        f"mount --rbind {code} {code}",
-        f"mount -o remount,bind,ro {code}",
-        f"mount --rbind {code / 'cache'} {code / 'cache'}",
-        f"mount -o remount,bind,rw {code / 'cache'}",
+def test_every_mount_is_read_only_but_the_candidates_own_directories(tmp_path):
+    lines = readonly_code.script([Path("/"), Path("/home")], [tmp_path / "cache", tmp_path / "own"], tmp_path / "rb")
+    assert lines.splitlines() == [
+        "if mount -o remount,bind,ro / 2>/dev/null; then",
+        "set -e",
+        "mount -o remount,bind,ro /home",
+        f"mount --rbind {tmp_path / 'cache'} {tmp_path / 'cache'}",
+        f"mount -o remount,bind,rw {tmp_path / 'cache'}",
+        f"mount --rbind {tmp_path / 'own'} {tmp_path / 'own'}",
+        f"mount -o remount,bind,rw {tmp_path / 'own'}",
+        f"mount --rbind {tmp_path / 'rb'} {tmp_path / 'rb'}",
+        f"mount -o remount,bind,ro {tmp_path / 'rb'}",
+        'cd "$PWD"',
+        "set +e",
+        "fi",
     ]
+    points = readonly_code.mount_points()
+    assert points[0] == Path("/") and not [p for p in points if p.parts[1:2] in (("proc",), ("sys",), ("dev",))]
