@@ -29,12 +29,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from worker_hook import write_site  # bench/probes/, this script's own directory
+
 ROOT = Path(__file__).resolve().parents[2]
 
 HOOK = r"""
-import importlib.abc, importlib.machinery, json, os, sys, time
+import json, os, time
 LOG = {log!r}
-NAME = "evaluators.worker.device_idle"
+
 
 def patch(module):
     out = open(os.path.join(LOG, f"{{os.getpid()}}.jsonl"), "a", buffering=1)
@@ -48,19 +50,8 @@ def patch(module):
 
     module.Drain.wait = logged
 
-class Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != NAME:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        run = spec.loader.exec_module
-        def exec_module(module):
-            run(module)
-            patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
 
-sys.meta_path.insert(0, Finder())
+patch_on_import("evaluators.worker.device_idle", patch)
 """
 
 
@@ -68,7 +59,7 @@ def run(args: argparse.Namespace) -> None:
     log = (args.out / "waits").resolve()
     log.mkdir(parents=True, exist_ok=True)
     hook = Path(tempfile.mkdtemp(prefix="ks-drain-waits-"))
-    (hook / "sitecustomize.py").write_text(HOOK.format(log=str(log)))
+    write_site(hook, HOOK.format(log=str(log)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
     command = [sys.executable, str(ROOT / "bench" / "identity_suites.py"), "--kernelbench", args.kernelbench,
                "--levels", args.levels, "--device", "cuda", "--budget-s", str(args.budget_s),

@@ -32,28 +32,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from worker_hook import write_site  # noqa: E402 (bench/probes/, this script's own directory)
+
 # Loaded by every Python process with this PYTHONPATH; it wraps the worker's timing command once its module loads.
 SITE = textwrap.dedent("""
     import sys, time
 
     DEVICE_PARTS = False  # set where the probe writes this file: the workers' environment is an allow-list
     NO_PROFILE = False
-
-    class _Patch:
-        def find_spec(self, name, path=None, target=None):
-            if name != "evaluators.worker.session":
-                return None
-            from importlib.machinery import PathFinder
-
-            spec = PathFinder.find_spec(name, path)
-            run = spec.loader.exec_module
-
-            def exec_module(module):
-                run(module)
-                _wrap(module)
-
-            spec.loader.exec_module = exec_module
-            return spec
 
     def _wrap(session):
         from evaluators.worker import timing
@@ -189,7 +175,7 @@ SITE = textwrap.dedent("""
         original = timing._loop
         return loop
 
-    sys.meta_path.insert(0, _Patch())
+    patch_on_import("evaluators.worker.session", _wrap)
 """)
 
 BLOCKS: dict[str, list[dict]] = defaultdict(list)
@@ -221,7 +207,7 @@ def main() -> None:
     args = parser.parse_args()
     site = Path(tempfile.mkdtemp(prefix="gap-parts-"))
     site_text = SITE.replace("DEVICE_PARTS = False", f"DEVICE_PARTS = {args.device_parts}")
-    (site / "sitecustomize.py").write_text(site_text.replace("NO_PROFILE = False", f"NO_PROFILE = {args.no_profile}"))
+    write_site(site, site_text.replace("NO_PROFILE = False", f"NO_PROFILE = {args.no_profile}"))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
     os.environ["KS_CACHE_DIR"] = tempfile.mkdtemp(prefix="gap-parts-cache-")
     from kernelbench_eval import alias_candidate
