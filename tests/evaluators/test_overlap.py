@@ -5,6 +5,7 @@ the other.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -49,8 +50,15 @@ def beside(monkeypatch):
     monkeypatch.setattr(ReferenceWorker, "overlap", property(lambda self: True))
 
 
+def _writable(tmp_path) -> Path:
+    """Where a candidate's process may leave a file for the test: the cache directory, writable in its namespace."""
+    place = tmp_path / "cache"
+    place.mkdir(exist_ok=True)
+    return place
+
+
 def _oom_candidate(tmp_path, times: int) -> tuple[str, object]:
-    count = tmp_path / "builds"
+    count = _writable(tmp_path) / "builds"
     return candidate("torch_only") + OOM_AT_BUILD.format(count=str(count), times=times), count
 
 
@@ -99,7 +107,7 @@ Model.forward = _forward_or_out_of_memory
 
 
 def _out_of_memory_problem(tmp_path, once: bool):
-    marker, problem = tmp_path / "marker", tmp_path / "scale_shift_out_of_memory.py"
+    marker, problem = _writable(tmp_path) / "marker", tmp_path / "scale_shift_out_of_memory.py"
     problem.write_text(PROBLEM.read_text() + OUT_OF_MEMORY_REFERENCE.format(marker=str(marker), once=once))
     return problem, marker
 
