@@ -36,6 +36,8 @@ class ModelNew(ModelNew):
 @pytest.fixture
 def options(tmp_path):
     reference_pool.close_all()  # a new reference: the evaluation overlaps its planning
+    # The cache directory is where a candidate's process may leave a file for a test: writable in its namespace.
+    (tmp_path / "cache").mkdir()
     yield EvalOptions(timing=False, timeout_s=20, cache_dir=tmp_path / "cache")
     reference_pool.close_all()
 
@@ -50,27 +52,20 @@ def beside(monkeypatch):
     monkeypatch.setattr(ReferenceWorker, "overlap", property(lambda self: True))
 
 
-def _writable(tmp_path) -> Path:
-    """Where a candidate's process may leave a file for the test: the cache directory, writable in its namespace."""
-    place = tmp_path / "cache"
-    place.mkdir(exist_ok=True)
-    return place
-
-
-def _oom_candidate(tmp_path, times: int) -> tuple[str, object]:
-    count = _writable(tmp_path) / "builds"
+def _oom_candidate(cache_dir: Path, times: int) -> tuple[str, object]:
+    count = cache_dir / "builds"
     return candidate("torch_only") + OOM_AT_BUILD.format(count=str(count), times=times), count
 
 
-def test_out_of_memory_while_building_beside_the_reference_is_tried_again_alone(tmp_path, options, beside):
-    source, count = _oom_candidate(tmp_path, times=1)
+def test_out_of_memory_while_building_beside_the_reference_is_tried_again_alone(options, beside):
+    source, count = _oom_candidate(options.cache_dir, times=1)
     result = evaluate(str(PROBLEM), source, "cpu", options)
     assert result.status == "correct", result.message
     assert count.read_text() == "2"
 
 
-def test_out_of_memory_alone_is_the_candidates_own_verdict(tmp_path, options, beside):
-    source, count = _oom_candidate(tmp_path, times=5)
+def test_out_of_memory_alone_is_the_candidates_own_verdict(options, beside):
+    source, count = _oom_candidate(options.cache_dir, times=5)
     result = evaluate(str(PROBLEM), source, "cpu", options)
     assert result.status == "runtime_error"
     assert "out of memory" in result.message
@@ -79,7 +74,7 @@ def test_out_of_memory_alone_is_the_candidates_own_verdict(tmp_path, options, be
 
 def test_beside_a_warm_reference_out_of_memory_is_the_candidates_at_once(tmp_path, options):
     assert evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options).status == "correct"  # now warm
-    source, count = _oom_candidate(tmp_path, times=5)
+    source, count = _oom_candidate(options.cache_dir, times=5)
     result = evaluate(str(PROBLEM), source, "cpu", options)
     assert result.status == "runtime_error"
     assert count.read_text() == "1"
@@ -106,27 +101,27 @@ Model.forward = _forward_or_out_of_memory
 """
 
 
-def _out_of_memory_problem(tmp_path, once: bool):
-    marker, problem = _writable(tmp_path) / "marker", tmp_path / "scale_shift_out_of_memory.py"
+def _out_of_memory_problem(tmp_path, cache_dir: Path, once: bool):
+    marker, problem = cache_dir / "marker", tmp_path / "scale_shift_out_of_memory.py"
     problem.write_text(PROBLEM.read_text() + OUT_OF_MEMORY_REFERENCE.format(marker=str(marker), once=once))
     return problem, marker
 
 
 def test_the_reference_running_out_of_memory_beside_a_candidate_starts_both_again(tmp_path, options, beside):
-    problem, marker = _out_of_memory_problem(tmp_path, once=True)
+    problem, marker = _out_of_memory_problem(tmp_path, options.cache_dir, once=True)
     result = evaluate(str(problem), candidate("torch_only"), "cpu", options)
     assert result.status == "correct", result.message
     assert marker.exists()
 
 
-def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options, monkeypatch):
+def test_a_problem_that_does_not_fit_never_runs_the_candidate(options, monkeypatch):
     # Inputs too large to overlap: the candidate waits for the reference, whose plan says it does not fit.
     plan = {"fits": False, "reason": "shape big needs 9 bytes but the device has 1 byte free"}
     monkeypatch.setattr(ReferenceWorker, "overlap", property(lambda self: False))
     monkeypatch.setattr(ReferenceWorker, "memory", property(lambda self: plan))
     monkeypatch.setattr(ReferenceWorker, "ready", property(lambda self: {"memory": plan}))
     monkeypatch.setattr(ReferenceWorker, "replan", lambda self: plan)  # made again once room is made: still short
-    source, count = _oom_candidate(tmp_path, times=0)
+    source, count = _oom_candidate(options.cache_dir, times=0)
     result = evaluate(str(PROBLEM), source, "cpu", options)
     assert result.status == "does_not_fit", result.message
     assert not count.exists()
@@ -134,7 +129,7 @@ def test_a_problem_that_does_not_fit_never_runs_the_candidate(tmp_path, options,
 
 def test_the_reference_running_out_of_memory_beside_a_candidate_holding_the_device_is_the_candidates(tmp_path, options):
     # The candidate "fills the device" once timed (it leaves the marker); the reference's next call then runs out.
-    problem, marker = _out_of_memory_problem(tmp_path, once=False)
+    problem, marker = _out_of_memory_problem(tmp_path, options.cache_dir, once=False)
     hog = (
         candidate("torch_only")
         + f"""
