@@ -72,7 +72,7 @@ def test_out_of_memory_alone_is_the_candidates_own_verdict(options, beside):
     assert count.read_text() == "2"  # once beside the reference, once alone: never more
 
 
-def test_beside_a_warm_reference_out_of_memory_is_the_candidates_at_once(tmp_path, options):
+def test_beside_a_warm_reference_out_of_memory_is_the_candidates_at_once(options):
     assert evaluate(str(PROBLEM), candidate("torch_only"), "cpu", options).status == "correct"  # now warm
     source, count = _oom_candidate(options.cache_dir, times=5)
     result = evaluate(str(PROBLEM), source, "cpu", options)
