@@ -9,7 +9,10 @@ does every correct candidate with a significant gain, or a significant slowdown 
 hard flag other than no_custom_kernel set it aside), to confirm it in other processes. Where the strict run holds, the
 two count together (the slower one's figures, bands spanning both: evaluators/judge/strict.py); otherwise the candidate
 is set aside, and a strict run that did not fit on the device is retried by a re-run. Its first evaluation is kept at
-once, so a re-run runs only the strict one; the line that follows keeps both. `--cluster` sends the evaluations to a Ray
+once, so a re-run runs only the strict one; the line that follows keeps both. A change the two runs still show within
+reach of two processes is weighed against a control, the problem's reference judged strictly as its own candidate,
+whose spread widens the row's bands (evaluators/judge/strict.py); kept the same way, a lost control is run again by a
+re-run. `--cluster` sends the evaluations to a Ray
 cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for bad usage, a broken problem or a cluster that
 cannot be joined; 130 when interrupted (what finished is kept).
 """
@@ -33,7 +36,7 @@ from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult
-from evaluators.judge.strict import recheck_due, strict_options
+from evaluators.judge.strict import control_due, recheck_due, strict_options
 from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
 from kernels.problem_types import Problem, ProblemError
 from kernels.suite import SuiteError, SuiteProblem, load_suite
@@ -71,16 +74,21 @@ def candidate_file(problem: SuiteProblem, folder: Path, sample: int = 0) -> Path
 
 @dataclass(frozen=True)
 class Judged:
-    """A problem's last line in results.jsonl: its report row, its first evaluation and its strict one, if it ran."""
+    """A problem's last line in results.jsonl: its report row, its first evaluation, its strict one and the control."""
 
     row: SuiteRow
     first: EvalResult | None = None
     strict: EvalResult | None = None
+    control: EvalResult | None = None
 
     @property
-    def awaits_strict(self) -> bool:
-        """Its first evaluation is due a strict re-evaluation that has not run (or whose run was lost)."""
-        return self.first is not None and self.strict is None and recheck_due(self.first, every_change=True)
+    def awaits(self) -> str | None:
+        """The run it is due that has not run, or whose run was lost: "strict", then "control"; None when settled."""
+        if self.first is None:
+            return None
+        if self.strict is None:
+            return "strict" if recheck_due(self.first, every_change=True) else None
+        return "control" if self.control is None and control_due(self.first, self.strict, every_change=True) else None
 
 
 def read_results(path: Path) -> dict[str, Judged]:
@@ -93,7 +101,8 @@ def read_results(path: Path) -> dict[str, Judged]:
                 row = SuiteRow.model_validate(entry["row"])
             except (ValueError, KeyError, TypeError):
                 continue
-            judged[row.key] = Judged(row, _evaluation(entry.get("result")), _evaluation(entry.get("strict")))
+            runs = (_evaluation(entry.get(run)) for run in ("result", "strict", "control"))
+            judged[row.key] = Judged(row, *runs)
     return judged
 
 
@@ -116,15 +125,13 @@ class ResultLog:
         self.path = path
         self.lock = threading.Lock()
 
-    def append(self, row: SuiteRow, result: EvalResult, strict: EvalResult | None = None) -> None:
-        """One line: the report row, the first evaluation and the strict re-evaluation (null where none ran)."""
-        line = json.dumps(
-            {
-                "row": row.model_dump(),
-                "result": result.model_dump(mode="json"),
-                "strict": strict.model_dump(mode="json") if strict is not None else None,
-            }
-        )
+    def append(
+        self, row: SuiteRow, result: EvalResult, strict: EvalResult | None = None, control: EvalResult | None = None
+    ) -> None:
+        """One line: the report row, the first evaluation, the strict one and the control (null where none ran)."""
+        runs = {"result": result, "strict": strict, "control": control}
+        kept = {name: run.model_dump(mode="json") if run else None for name, run in runs.items()}
+        line = json.dumps({"row": row.model_dump()} | kept)
         with self.lock, self.path.open("a") as log:
             log.write(line + "\n")
 
@@ -136,13 +143,13 @@ def judge(
     executor: Executor,
     options: EvalOptions,
     console: Console,
-    rechecks: dict[str, EvalResult] | None = None,
+    rechecks: dict[str, Judged] | None = None,
 ) -> dict[str, SuiteRow]:
     """Evaluate every candidate in `sources`; returns the new rows (errors as not-judged rows, not kept).
 
     A first result due a strict re-evaluation is kept at once and its strict run submitted from its callback, so
-    the batch never waits for it before the rest. `rechecks` holds first results kept by an earlier run whose
-    strict run never finished: only the strict run is submitted for those.
+    the batch never waits for it before the rest; so is a strict one due a control. `rechecks` holds what an earlier
+    run kept of candidates whose strict run or control never finished: only that run is submitted for those.
     """
     log = ResultLog(out / RESULTS_FILE)
     rechecks = rechecks or {}
@@ -193,6 +200,10 @@ def judge(
             future = executor.submit(problems[key], sources[key], strict)
             future.add_done_callback(finishing(key, lambda done: strict_done(key, first, done)))
 
+        def weigh(key: str, first: EvalResult, second: EvalResult) -> None:
+            future = executor.submit(problems[key], problems[key].reference_as_candidate(), strict)
+            future.add_done_callback(finishing(key, lambda done: control_done(key, first, second, done)))
+
         def first_done(key: str, future: Future) -> SuiteRow | None:
             try:
                 result = future.result()
@@ -211,17 +222,38 @@ def judge(
             try:
                 result = future.result()
             except Exception as error:  # not judged, so not kept: a re-run tries the strict run again
-                return _retried(row_from_result(key, first), "failed", f"{type(error).__name__}: {_first_line(error)}")
+                why = f"{type(error).__name__}: {_first_line(error)}"
+                return _retried(row_from_result(key, first), "its strict re-evaluation failed", why)
             if result.status == "does_not_fit":  # the machine's verdict, not the candidate's: a re-run retries it
-                return _retried(row_from_result(key, first), "did not fit", _first_line(result.message))
+                return _retried(row_from_result(key, first), "its strict re-evaluation did not fit", result.message)
             row = row_from_result(key, first, strict=result)
             log.append(row, first, result)
+            if not control_due(first, result, every_change=True):
+                return row
+            say(key, row, " (control submitted: the reference judged as itself)")
+            weigh(key, first, result)
+            return None
+
+        def control_done(key: str, first: EvalResult, second: EvalResult, future: Future) -> SuiteRow:
+            try:
+                result = future.result()
+            except Exception as error:  # not judged, so not kept: a re-run tries the control again
+                why = f"{type(error).__name__}: {_first_line(error)}"
+                return _retried(row_from_result(key, first, strict=second), "its control failed", why)
+            if result.status == "does_not_fit":
+                return _retried(row_from_result(key, first, strict=second), "its control did not fit", result.message)
+            row = row_from_result(key, first, strict=second, control=result)
+            log.append(row, first, second, result)
             return row
 
         for key in sources:
-            if key in rechecks:
+            kept = rechecks.get(key)
+            if kept is not None and kept.awaits == "control":
+                progress.console.print(f"{key}: control submitted (its two runs kept)", markup=False)
+                weigh(key, kept.first, kept.strict)
+            elif kept is not None:
                 progress.console.print(f"{key}: strict re-evaluation submitted (first evaluation kept)", markup=False)
-                recheck(key, rechecks[key])
+                recheck(key, kept.first)
             else:
                 future = executor.submit(problems[key], sources[key], options)
                 future.add_done_callback(finishing(key, lambda done, k=key: first_done(k, done)))
@@ -236,8 +268,8 @@ def _first_line(error: Exception | str) -> str:
 
 
 def _retried(row: SuiteRow, what: str, detail: str) -> SuiteRow:
-    """The row of a candidate whose strict run left nothing kept: set aside until a re-run retries that run."""
-    why = f"its strict re-evaluation {what} ({detail}; a re-run retries it)"
+    """The row of a candidate whose strict run or control left nothing kept: set aside until a re-run retries it."""
+    why = f"{what} ({_first_line(detail)}; a re-run retries it)"
     return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
 
 
@@ -275,17 +307,17 @@ def main(argv: list[str] | None = None) -> int:
         done = {key: judged for key, judged in done.items() if not _lacks_compile_timing(judged.row)}
     files = {entry.key: candidate_file(entry, args.candidates, args.sample) for entry in suite.problems}
     sources = {key: path.read_text() for key, path in files.items() if path is not None and key not in broken}
-    rechecks = {}  # first evaluations kept by an earlier run whose strict re-evaluation did not finish
+    rechecks = {}  # what an earlier run kept of candidates whose strict run or control did not finish
     for key, judged in list(done.items()):
-        if key in sources and judged.awaits_strict:
+        if key in sources and judged.awaits:
             if _same_source(judged.first, sources[key]):
-                rechecks[key] = judged.first
+                rechecks[key] = judged
             else:  # the candidate changed since: its first evaluation is not this source's
                 del done[key]
     sources = {key: source for key, source in sources.items() if key not in done or key in rechecks}
     for key, reason in broken.items():
         console.print(f"{key}: problem could not be loaded: {reason}", style="red", markup=False)
-    pending = f"{len(rechecks)} awaiting their strict re-evaluation, " if rechecks else ""
+    pending = f"{len(rechecks)} awaiting their strict re-evaluation or control, " if rechecks else ""
     console.print(
         f"{len(suite.problems)} problems from {args.suite}: {len(done) - len(rechecks)} already judged, {pending}"
         f"{len(sources) - len(rechecks)} to judge, {sum(path is None for path in files.values())} without a "

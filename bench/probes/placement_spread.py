@@ -1,13 +1,13 @@
 """Does where a call's memory lies change its time? One shape, timed at several placements in one process.
 
-`python bench/probes/placement_spread.py PROBLEM [--shape N] [--placements 8] [--passes 3] [--reps 200] [--out FILE]` on
-a GPU: PROBLEM is a bundled name or a problem file, N the index of a benchmark shape. Each placement is a memory pool of
-its own (torch.cuda.MemPool) that first holds a spacer of a random size (0-510 MiB, in 2 MiB steps), then the
-placement's inputs and every block the call allocates for itself: each placement keeps its memory, and no two share any.
-The passes time every placement in turn, in a rotated order, so a drift in time reaches all of them alike. If placements
-differ by more than the passes of one placement do, a process's placement biases its median (the per-process bias of the
-reference timed against itself, docs/BENCHMARKS_HISTORY.md). Repetitions are timed as the evaluator times them: a
-held stream, a 512 MiB flush, events around the call.
+`python bench/probes/placement_spread.py PROBLEM [--shape N] [--placements 8] [--passes 3] [--reps 200]
+[--spacer-mib M] [--out FILE]` on a GPU: PROBLEM is a bundled name or a problem file, N the index of a benchmark shape.
+Each placement is a memory pool of its own (torch.cuda.MemPool) that first holds a spacer of a random size (0 to M MiB,
+510 unless given, in 2 MiB steps), then the placement's inputs and every block the call allocates for itself: each
+placement keeps its memory, and no two share any. The passes time every placement in turn, in a rotated order, so a
+drift in time reaches all of them alike. If placements differ by more than the passes of one placement do, a process's
+placement biases its median (the per-process bias of the reference timed against itself, docs/BENCHMARKS_HISTORY.md).
+Repetitions are timed as the evaluator times them: a held stream, a 512 MiB flush, events around the call.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--placements", type=int, default=8)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--spacer-mib", type=int, default=510)
     parser.add_argument("--out", type=Path, default=Path("placement_spread.json"))
     args = parser.parse_args()
     problem = load_problem(args.problem)
@@ -66,7 +67,7 @@ def main() -> None:
         for p in range(args.placements):
             pool = torch.cuda.MemPool()
             with torch.cuda.use_mem_pool(pool):
-                spacer = torch.empty(rng.randrange(0, 256) << 21, dtype=torch.int8, device="cuda")
+                spacer = torch.empty(rng.randrange(0, args.spacer_mib // 2 + 1) << 21, dtype=torch.int8, device="cuda")
                 inputs = runtime.inputs(1000 + p, "normal")
                 for _ in range(5):
                     call(inputs)

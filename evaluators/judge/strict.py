@@ -9,17 +9,26 @@ confirms every significant gain (fast_p weighs it against 1 and 2) and every sig
 of no change, unless a hard flag other than `no_custom_kernel` set it aside. Only a strict run that is correct and not
 set aside clears a flagged first or confirms an unflagged one; then the two count together (`kernels.archive.two_runs`:
 the figures of the run with the lesser speedup, every band spanning both runs'). Otherwise the candidate is set aside,
-and the reason says what the strict run found. The graph's quarantine and the evaluate-only batch both decide by these
-functions; where the evaluation runs is theirs to choose.
+and the reason says what the strict run found.
+
+Two runs can still agree on a change two processes made: where the reference's process and the candidate's meet the
+device in different states every time (the reference starts first), both runs see the same offset. So a change the two
+runs still show within PROCESS_REACH of none is weighed against a control: the reference judged as its own candidate,
+strictly, in processes of its own (control_due). How far the control's band reaches from no change is how far two
+processes of this problem read apart here, and every band of the two runs is widened by that much on each side
+(`process_spread`); a control that could not be judged counts as PROCESS_REACH. Only such a change pays for a control,
+and each band by its own problem's spread: no band is widened where the reference shows none. The graph's quarantine
+and the evaluate-only batch both decide by these functions; where the evaluation runs is theirs to choose.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from evaluators.judge.flags import strict_can_clear, timing_stands
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.result import EvalResult
+from evaluators.judge.result import EvalResult, ShapeResult
 from kernels.archive import two_runs
 
 STRICT_TRIALS = 5  # the loop's and the batch's evaluations run 3 correctness trials by default
@@ -55,6 +64,49 @@ def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
     return timing_stands(first.flags) and (low > 1.0 or high > 1 / PROCESS_REACH)
 
 
+def control_due(first: EvalResult, strict: EvalResult | None, every_change: bool = False) -> bool:
+    """Whether `first` and its `strict` run, counted together, show a change within PROCESS_REACH of none.
+
+    Only a change the two runs confirmed and whose timing stands (a set-aside row's only where it set aside for good,
+    as recheck_due has it) is weighed against a control.
+    """
+    if strict is None or not recheck_due(first, every_change):
+        return False
+    if not (strict.strict and strict.status == "correct" and (not strict.set_aside or timing_stands(strict.flags))):
+        return False
+    measured = _standing(first, strict).measured
+    if not measured.significant or measured.speedup_band is None:
+        return False
+    low, high = measured.speedup_band
+    return low < PROCESS_REACH if low > 1.0 else high > 1 / PROCESS_REACH
+
+
+def process_spread(control: EvalResult | None) -> float:
+    """How far two processes of the problem read apart (>= 1): the far end of the control's band from no change.
+
+    A control with no figure or band (it failed, or could not be timed) counts as the most ever seen, PROCESS_REACH.
+    """
+    band = control.speedup_band if control is not None and control.status == "correct" else None
+    if band is None or not all(math.isfinite(end) and end > 0 for end in band):
+        return PROCESS_REACH
+    return max(1.0, band[1], 1 / band[0])
+
+
+def widened(result: EvalResult, spread: float) -> EvalResult:
+    """`result` with its band and each shape's widened by `spread` on each side, and its significance read again."""
+
+    def wide(band):
+        return None if band is None else (band[0] / spread, band[1] * spread)
+
+    shapes = [
+        ShapeResult.model_validate(shape.model_dump() | {"speedup_band": wide(shape.speedup_band)})
+        for shape in result.shapes
+    ]
+    band = wide(result.speedup_band)
+    significant = None if band is None else not band[0] <= 1.0 <= band[1]
+    return result.model_copy(update={"speedup_band": band, "significant": significant, "shapes": shapes})
+
+
 def _clearable(first: EvalResult) -> bool:
     return bool(first.set_aside) and strict_can_clear(first.flags)
 
@@ -78,15 +130,25 @@ class Standing:
     set_aside: str | None  # why the measurement is not trusted (the first's hard flags and what the strict run found)
     cleared: bool  # a strict re-evaluation cleared the first
     rechecked: bool  # a strict re-evaluation ran
+    spread: float | None = None  # how far two processes read apart, by the control, where one was weighed (>= 1)
 
 
-def standing(first: EvalResult, strict: EvalResult | None = None) -> Standing:
-    """The candidate's standing after its first evaluation and, where one ran, its strict re-evaluation.
+def standing(first: EvalResult, strict: EvalResult | None = None, control: EvalResult | None = None) -> Standing:
+    """The candidate's standing after its first evaluation and, where they ran, its strict run and the control.
 
     The two runs count together (two_runs) where the strict one cleared the first, or, both correct and neither
     flagged in a way a strict run may clear, wherever it ran (a suite's rows set aside for good still get their change
-    confirmed); the flags decide the rest.
+    confirmed); the flags decide the rest. Where a control is due (control_due), its process_spread widens the
+    bands; until it has run (None), they stand as the two runs drew them, and the callers run it before they count.
     """
+    held = _standing(first, strict)
+    if control is None or not control_due(first, strict, every_change=True):
+        return held
+    spread = process_spread(control)
+    return Standing(widened(held.measured, spread), held.set_aside, held.cleared, held.rechecked, round(spread, 4))
+
+
+def _standing(first: EvalResult, strict: EvalResult | None) -> Standing:
     if strict is None or first.status != "correct":
         return Standing(first, first.set_aside and _why(first, strict), False, strict is not None)
     cleared = clears(first, strict)

@@ -49,6 +49,7 @@ class SuiteRow(BaseModel):
     set_aside: str | None = None
     rechecked: bool = False  # a strict re-evaluation ran
     cleared_by_strict: bool = False  # and cleared the first: the row's figures are the slower run's
+    process_spread: float | None = None  # the control's: how far two processes read apart, widening the band
     timing: str | None = None
     message: str = ""
 
@@ -66,20 +67,26 @@ class SuiteRow(BaseModel):
 
 
 def row_from_result(
-    key: str, result: EvalResult, wall_s: float | None = None, *, strict: EvalResult | None = None, **cost
+    key: str,
+    result: EvalResult,
+    wall_s: float | None = None,
+    *,
+    strict: EvalResult | None = None,
+    control: EvalResult | None = None,
+    **cost,
 ) -> SuiteRow:
-    """A row from one evaluation and, where one ran, its strict re-evaluation; `cost` may carry tokens and dollars.
+    """A row from one evaluation and, where they ran, its strict re-evaluation and control; `cost`: tokens, dollars.
 
     Cleared by the strict run, the row carries the slower run's figures; otherwise the first's, and set aside with
-    what the strict run found.
+    what the strict run found. The control widens the band (evaluators/judge/strict.py).
     """
-    held = standing(result, strict)
+    held = standing(result, strict, control)
     measured, correct = held.measured, result.status == "correct"
     fractions = [s.roofline_fraction for s in measured.shapes if s.kind == "benchmark" and s.roofline_fraction]
     if not fractions and measured.roofline and measured.roofline.fraction:
         fractions = [measured.roofline.fraction]
     if wall_s is None:
-        wall_s = sum(run.stages.get("total", 0.0) for run in (result, strict) if run is not None)
+        wall_s = sum(run.stages.get("total", 0.0) for run in (result, strict, control) if run is not None)
     message = next(iter(result.message.splitlines()), "")
     if held.cleared:
         message = f"cleared by strict re-evaluation (set aside at first: {result.set_aside})"
@@ -95,6 +102,7 @@ def row_from_result(
         set_aside=held.set_aside,
         rechecked=held.rechecked,
         cleared_by_strict=held.cleared,
+        process_spread=held.spread,
         timing=measured.timing,
         message=message,
         **cost,
@@ -130,6 +138,7 @@ def summarize(rows: list[SuiteRow], compile_baseline: bool = False) -> dict:
         "set_aside": sum(r.status == "correct" and bool(r.set_aside) for r in rows),
         "rechecked": sum(r.rechecked for r in rows),
         "cleared_by_strict": sum(r.cleared_by_strict for r in rows),
+        "controlled": sum(r.process_spread is not None for r in rows),
         "not_judged": sum(r.status == NOT_JUDGED for r in rows),
         "does_not_fit": sum(r.status == DOES_NOT_FIT for r in rows),
         "geomean_speedup": math.exp(statistics.fmean(map(math.log, trusted))) if trusted else None,
@@ -216,7 +225,9 @@ def render_markdown(report: dict) -> str:
         f"not judged: {s['not_judged']} (counted as failures); too large for the device's memory: "
         f"{s['does_not_fit']} (the machine's limit, not a failed candidate; counted as not fast)",
         f"- rechecked by a strict re-evaluation: {s.get('rechecked', 0)}, cleared by it: "
-        f"{s.get('cleared_by_strict', 0)} (counted by both runs: the slower one's figures, bands spanning both)",
+        f"{s.get('cleared_by_strict', 0)} (counted by both runs: the slower one's figures, bands spanning both); "
+        f"weighed against a control, the reference judged as itself: {s.get('controlled', 0)} (bands widened by "
+        "how far its two processes read apart)",
         f"- geometric-mean speedup over PyTorch eager: {geomean} correct problems not set aside",
         f"- median fraction of the roofline: {roof}",
         f"- {cost}wall time: {s['wall_s']} s (sum over problems)",

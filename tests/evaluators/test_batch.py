@@ -61,8 +61,8 @@ def test_a_batch_judges_for_real_and_a_rerun_judges_nothing_again(tmp_path, monk
     assert missing_row["status"] == "not_judged" and "no candidate file" in missing_row["message"]
     summary = report(out)["summary"]
     assert summary["fast_0"] == pytest.approx(1 / 3) and summary["correct"] == 2
-    # One line a judged problem, and a second where its change was significant and a strict run confirmed it (on a
-    # busy CPU the reference judged as itself can read so): never a line for the problem with no candidate.
+    # One line a judged problem; a second where its change was significant and a strict run confirmed it (on a busy
+    # CPU the reference judged as itself can read so), a third with the control: never one for the missing candidate.
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {line["row"]["key"] for line in lines} == {"level1/1_Scale_by_two", "level1/2_Relu"} and len(lines) <= 4
     assert "| level1/2_Relu | correct |" in (out / "suite.md").read_text()
@@ -198,18 +198,30 @@ def verdict(speedup: float | None, *codes: str, status: str = "correct", strict:
 
 
 class Verdicts:
-    """Stands in for evaluate(): per problem name, its first verdict and its strict one (or an error to raise)."""
+    """Stands in for evaluate(): per problem name, its first verdict, its strict one and its control (or an error)."""
 
-    def __init__(self, first: dict, strict: dict | None = None):
-        self.first, self.strict = first, strict or {}
+    def __init__(self, first: dict, strict: dict | None = None, control: dict | None = None):
+        self.first, self.strict, self.control = first, strict or {}, control or {}
         self.calls: list[tuple[str, bool, int]] = []
+        self.controls: list[str] = []
 
     def __call__(self, problem, source, device="auto", options=None):
         self.calls.append((problem.name, options.strict, options.trials))
-        outcome = (self.strict if options.strict else self.first)[problem.name]
+        if source == problem.reference_as_candidate():  # the control: the reference judged as itself
+            self.controls.append(problem.name)
+            outcome = self.control[problem.name]
+        else:
+            outcome = (self.strict if options.strict else self.first)[problem.name]
         if isinstance(outcome, Exception):
             raise outcome
         return outcome.model_copy(deep=True)
+
+
+def control(speedup: float, band: tuple[float, float]) -> EvalResult:
+    """The reference judged strictly as itself (it has no kernel of its own)."""
+    result = verdict(speedup, "no_custom_kernel", strict=True)
+    result.speedup_band, result.significant = band, not band[0] <= 1.0 <= band[1]
+    return result
 
 
 def lines(out: Path) -> list[dict]:
@@ -334,10 +346,16 @@ def test_a_confirming_run_that_does_not_fit_is_the_machines_and_a_rerun_retries_
     again = verdict(1.19, strict=True)
     again.speedup_band, again.significant = (1.12, 1.26), True
     verdicts.strict["2_Relu"] = again
+    verdicts.control["2_Relu"] = control(1.0, (0.99, 1.01))
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
-    assert verdicts.calls == [("2_Relu", True, 5)]
+    assert verdicts.calls == [("2_Relu", True, 5), ("2_Relu", True, 5)] and verdicts.controls == ["2_Relu"]
     relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
-    assert relu["set_aside"] is None and relu["speedup"] == 1.19 and relu["speedup_band"] == [1.1, 1.3]
+    assert (
+        relu["set_aside"] is None
+        and relu["speedup"] == 1.19
+        and relu["process_spread"] == pytest.approx(1 / 0.99, abs=1e-4)
+    )
+    assert relu["speedup_band"] == pytest.approx([1.1 * 0.99, 1.3 / 0.99])  # the two runs', widened by the control's
 
 
 def test_an_evaluation_not_judged_is_a_failure_row_that_a_rerun_judges(tmp_path, monkeypatch):
@@ -447,3 +465,54 @@ def test_a_real_strict_re_evaluation_clears_a_speedup_flagged_as_implausible(tmp
     assert row["cleared_by_strict"] and row["set_aside"] is None
     assert row["speedup"] == min(both["result"]["speedup"], both["strict"]["speedup"])  # the lesser of the two counts
     assert report(out)["summary"]["fast_0"] == 1.0
+
+
+def significant(speedup: float, band: tuple[float, float], *codes: str, strict: bool = False) -> EvalResult:
+    result = verdict(speedup, *codes, strict=strict)
+    result.speedup_band, result.significant = band, not band[0] <= 1.0 <= band[1]
+    return result
+
+
+def test_a_change_the_reference_shows_against_itself_is_weighed_against_a_control(tmp_path, monkeypatch):
+    # level2/77 on an H200: its reference judged as itself read 1.289x in one pair of processes and again in another.
+    verdicts = Verdicts(
+        {"2_Relu": significant(1.289, (1.27, 1.31), "no_custom_kernel"), "1_Scale_by_two": verdict(7.0)},
+        {"2_Relu": significant(1.285, (1.26, 1.30), "no_custom_kernel", strict=True)},
+        {"2_Relu": control(1.29, (1.27, 1.31))},
+    )
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.controls == ["2_Relu"] and sorted(verdicts.calls).count(("2_Relu", True, 5)) == 2
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["process_spread"] == 1.31 and relu["speedup"] == 1.285
+    assert relu["speedup_band"] == pytest.approx([1.26 / 1.31, 1.31 * 1.31])  # no significant change
+    assert report(out)["summary"]["controlled"] == 1
+    assert "weighed against a control, the reference judged as itself: 1" in (out / "suite.md").read_text()
+    kept = [line for line in lines(out) if line["row"]["key"] == RELU]
+    assert [(line["strict"] is not None, line["control"] is not None) for line in kept] == [
+        (False, False),
+        (True, False),
+        (True, True),
+    ]
+    assert kept[-1]["control"]["speedup"] == 1.29 and kept[-1]["row"] == relu
+
+
+def test_a_control_lost_is_run_again_on_a_rerun_and_nothing_before_it_is(tmp_path, monkeypatch):
+    first, again = significant(1.3, (1.25, 1.35)), significant(1.28, (1.24, 1.32), strict=True)
+    lost = RuntimeError("the node died\nwith a traceback")
+    verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": again}, {"2_Relu": lost})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"] == "its control failed (RuntimeError: the node died; a re-run retries it)"
+    assert relu["process_spread"] is None
+
+    verdicts.calls.clear()
+    verdicts.control["2_Relu"] = control(1.01, (0.99, 1.03))
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    assert verdicts.calls == [("2_Relu", True, 5)] and verdicts.controls == ["2_Relu", "2_Relu"]
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"] is None and relu["process_spread"] == 1.03 and relu["speedup"] == 1.28
+    assert relu["speedup_band"] == pytest.approx([1.24 / 1.03, 1.35 * 1.03])  # still a gain, by both runs and more

@@ -4,7 +4,17 @@ import pytest
 
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.strict import STRICT_TRIALS, Standing, clears, recheck_due, standing, strict_options
+from evaluators.judge.strict import (
+    PROCESS_REACH,
+    STRICT_TRIALS,
+    Standing,
+    clears,
+    control_due,
+    process_spread,
+    recheck_due,
+    standing,
+    strict_options,
+)
 
 
 def result(speedup: float | None, *codes: str, status: str = "correct", strict: bool = False, message: str = "",
@@ -185,3 +195,85 @@ def test_a_malformed_band_in_either_run_leaves_the_pair_without_one(bad):
 def test_a_run_without_a_finite_positive_figure_leaves_the_others(figure):
     first, again = result(1.3, band=(1.25, 1.35)), result(figure, strict=True)
     assert standing(first, again).measured.speedup == 1.3
+
+
+# The control: the reference judged as its own candidate, for a change two runs confirmed within reach of two processes.
+
+
+@pytest.mark.parametrize(
+    ("first", "strict", "graph", "suite"),
+    [
+        # A gain both runs show within reach: its processes could have made it.
+        (result(1.3, band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32)), True, True),
+        # A reference judged as itself, set aside for good (no kernel of its own): a suite still weighs it.
+        (
+            result(1.29, "no_custom_kernel", band=(1.27, 1.31)),
+            result(1.28, "no_custom_kernel", strict=True, band=(1.26, 1.30)),
+            False,
+            True,
+        ),
+        (result(0.8, band=(0.78, 0.82)), result(0.79, strict=True, band=(0.77, 0.81)), False, True),  # a slowdown
+        (result(1.6, band=(1.5, 1.7)), result(1.55, strict=True, band=(1.45, 1.65)), False, False),  # beyond reach
+        (result(1.3, band=(1.25, 1.35)), result(1.02, strict=True, band=(0.99, 1.05)), False, False),  # not repeated
+        (result(1.3, band=(1.25, 1.35)), result(1.3, strict=False, band=(1.25, 1.35)), False, False),  # not strict
+        (result(1.3, band=(1.25, 1.35)), result(1.3, "side_stream", strict=True, band=(1.2, 1.4)), False, False),
+        (result(1.3, band=(1.25, 1.35)), None, False, False),  # no strict run yet
+        # Cleared by its strict run, a flagged gain within reach is weighed as a clean one is.
+        (result(1.3, "side_stream", band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32)), True, True),
+    ],
+)
+def test_a_change_two_runs_confirm_within_reach_of_two_processes_is_due_a_control(first, strict, graph, suite):
+    assert control_due(first, strict) is graph
+    assert control_due(first, strict, every_change=True) is suite
+
+
+@pytest.mark.parametrize(
+    ("control", "spread"),
+    [
+        (result(1.29, strict=True, band=(1.27, 1.31)), 1.31),
+        (result(0.9, strict=True, band=(0.8, 1.01)), 1.25),
+        (result(1.0, strict=True, band=(0.995, 1.004)), 1 / 0.995),
+        (result(None, status="runtime_error", strict=True), PROCESS_REACH),  # not judged: the most ever seen
+        (result(1.0, strict=True), PROCESS_REACH),  # no band
+        (result(1.0, strict=True, band=(0.0, 1.1)), PROCESS_REACH),  # a malformed one
+        (None, PROCESS_REACH),
+    ],
+)
+def test_the_process_spread_is_the_far_end_of_the_controls_band_from_no_change(control, spread):
+    assert process_spread(control) == pytest.approx(spread)
+
+
+def test_a_change_the_control_shows_too_is_no_change():
+    # level2/77 on an H200: the reference judged as itself read 1.289x, and again in other processes.
+    first = result(1.289, "no_custom_kernel", band=(1.27, 1.31))
+    again = result(1.285, "no_custom_kernel", strict=True, band=(1.26, 1.30))
+    first.shapes = [ShapeResult(name="s", kind="benchmark", speedup=1.289, speedup_band=(1.27, 1.31))]
+    again.shapes = [ShapeResult(name="s", kind="benchmark", speedup=1.285, speedup_band=(1.26, 1.30))]
+    control = result(1.29, "no_custom_kernel", strict=True, band=(1.27, 1.31))
+    assert standing(first, again).measured.significant  # the two runs alone agree on a change
+    held = standing(first, again, control)
+    assert held.spread == 1.31 and held.measured.speedup == 1.285 and held.measured.significant is False
+    assert held.measured.speedup_band == pytest.approx((1.26 / 1.31, 1.31 * 1.31))
+    (shape,) = held.measured.shapes
+    assert shape.speedup_band == pytest.approx((1.26 / 1.31, 1.31 * 1.31))
+    assert held.set_aside.startswith("no_custom_kernel")  # its flags still decide whether it is trusted
+
+
+def test_a_gain_beyond_the_controls_spread_stays_a_gain():
+    first, again = result(1.3, band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32))
+    held = standing(first, again, result(1.0, "no_custom_kernel", strict=True, band=(0.99, 1.01)))
+    assert held.set_aside is None and held.measured.significant and held.spread == pytest.approx(1 / 0.99, abs=1e-4)
+    assert held.measured.speedup_band == pytest.approx((1.24 * 0.99, 1.35 / 0.99), rel=1e-3)
+
+
+def test_a_control_that_could_not_be_judged_counts_as_the_most_two_processes_were_seen_apart():
+    first, again = result(1.3, band=(1.25, 1.35)), result(1.28, strict=True, band=(1.24, 1.32))
+    held = standing(first, again, result(None, status="runtime_error", strict=True))
+    assert held.spread == PROCESS_REACH and held.measured.significant is False
+
+
+def test_a_control_where_none_was_due_changes_nothing():
+    first, again = result(1.6, band=(1.5, 1.7)), result(1.55, strict=True, band=(1.45, 1.65))
+    control = result(1.3, strict=True, band=(1.2, 1.4))
+    assert standing(first, again, control) == standing(first, again)
+    assert standing(first, again).spread is None
