@@ -7,12 +7,13 @@ PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is co
 reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
 Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but `no_custom_kernel`
 (the reference has no kernel of its own), other hard flags, speedups read as significant (the noise band excludes 1.0,
-once the batch's strict run in other processes confirmed it: an honest evaluator says none), the share of timed problems
-whose band's half-width is at most 2 %, the median half-width, the median of the process floor the bands hold
-(judge/bands.py) and of the half-width before it (the blocks' own band, `band_within`: what a floor of another size
-would be added to), the extreme speedups, and the wall time; then the failures, flags, significant speedups and the five
-slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level 4 is left out: its
-problems load model weights from a hub, which the machines measured on cannot reach.
+once the batch's strict run in other processes confirmed it and a control, the reference judged as itself again, did not
+show it too: an honest evaluator says none), the share of timed problems whose band's half-width is at most 2 %, the
+median half-width, the median of the process floor the bands hold (judge/bands.py) and of the half-width before it (the
+blocks' own band, `band_within`: what a floor of another size would be added to), the extreme speedups, and the wall
+time; then the failures, flags, significant speedups, the rows weighed against a control (with the spread that widened
+their bands) and the five slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level
+4 is left out: its problems load model weights from a hub, which the machines measured on cannot reach.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def row(level: int, outcome: dict) -> dict:
         "other_hard_flags": [(r["key"], r["set_aside"]) for r in other_flags],
         "failed": [(r["key"], r["status"], r["message"][:100]) for r in judged if r["status"] != "correct"],
         "significant": [(r["key"], r["speedup"], r["speedup_band"]) for r in significant],
+        "controlled": [(r["key"], r["speedup"], r["process_spread"]) for r in correct if r.get("process_spread")],
         "narrow_share": len(narrow) / len(timed) if timed else None,
         "half_width_median": statistics.median(half_widths) if half_widths else None,
         "floor_median": statistics.median(floors) if floors else None,
@@ -134,7 +136,7 @@ def main() -> None:
               f"| {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
     (args.out / "identity_suites.json").write_text(json.dumps(rows, indent=1))
     for r in rows:
-        for what in ("failed", "other_hard_flags", "significant", "slowest"):
+        for what in ("failed", "other_hard_flags", "significant", "controlled", "slowest"):
             for item in r[what]:
                 print(f"level {r['level']} {what}: {item}")
 
