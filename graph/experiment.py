@@ -3,7 +3,9 @@
 Before a source is evaluated it is checked as a diff against the base (agents.anchors): edits far outside the
 plan's anchors go to the debugger as status "off_anchor" while attempts remain, and are noted in the archive when
 they are evaluated anyway. The implementer and the debugger see the siblings' attempts (agents.siblings); the
-debugger also sees the base and the earlier versions of its own candidate (the `attempts` channel).
+debugger also sees the base and the earlier versions of its own candidate (the `attempts` channel). A correct one
+may end through its strict re-evaluation (recheck) and then its control (control), each a node of its own
+(graph.quarantine).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def evaluate(
 ) -> Command[Literal["debugger", "recheck", "__end__"]]:
     """Check the edit against the anchors, then compile, check and time; failures go to the debugger while they may.
 
-    A correct candidate that a hard flag sets aside goes on to its one strict re-evaluation (recheck).
+    A correct candidate that a hard flag sets aside, or with a gain to confirm, goes on to its one strict re-evaluation
+    (recheck).
     """
     stopping.check()
     task, attempts = state["task"], state.get("debug_attempts", 0)
@@ -89,22 +92,41 @@ def evaluate(
     return Command(goto=END, update=update | {"outcomes": [_finished(state | update)]})
 
 
-def recheck(state: ExperimentState, runtime: Runtime[RunContext]) -> dict:
-    """The strict re-evaluation of a candidate its evaluation set aside; the experiment ends with both results."""
+def recheck(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["control", "__end__"]]:
+    """The strict re-evaluation of a candidate set aside or with a gain; then its control, or the experiment ends."""
     stopping.check()
     task, result = state["task"], state["eval"]
     strict = quarantine.strict_recheck(runtime.context, task.problem, state["source"], task.device, result)
-    event = {"iteration": task.iteration, "slot": task.slot, "attempt": state.get("debug_attempts", 0)}
-    runtime.stream_writer(event | {"status": strict["status"], "strict": True} | _timing(strict))
-    return {"outcomes": [_finished(state, strict)]}
+    runtime.stream_writer(_event(state) | {"status": strict["status"], "strict": True} | _timing(strict))
+    if quarantine.control_due(result, strict):
+        # Its own node too, so a stop during the control never costs the strict run that finished before it.
+        return Command(goto="control", update={"strict_eval": strict})
+    return Command(goto=END, update={"outcomes": [_finished(state, strict)]})
 
 
-def _finished(state: ExperimentState, strict: dict | None = None) -> ExperimentOutcome:
-    """The experiment's outcome once its last evaluation (and any strict one) is in."""
+def control(state: ExperimentState, runtime: Runtime[RunContext]) -> dict:
+    """The control of a gain the two runs still show within reach of two processes; the experiment ends with all three.
+
+    The control is the problem's reference judged strictly as its own candidate (graph.quarantine.control_run).
+    """
+    stopping.check()
+    task, strict = state["task"], state["strict_eval"]
+    weighed = quarantine.control_run(runtime.context, task.problem, task.device, state["eval"], strict)
+    runtime.stream_writer(_event(state) | {"status": weighed["status"], "control": True} | _timing(weighed))
+    return {"outcomes": [_finished(state, strict, weighed)]}
+
+
+def _event(state: ExperimentState) -> dict:
+    task = state["task"]
+    return {"iteration": task.iteration, "slot": task.slot, "attempt": state.get("debug_attempts", 0)}
+
+
+def _finished(state: ExperimentState, strict: dict | None = None, control: dict | None = None) -> ExperimentOutcome:
+    """The experiment's outcome once its last evaluation (and any strict one, and any control) is in."""
     status, attempts = state["status"], state.get("debug_attempts", 0)
     notes = [f"given up after {attempts} debugger attempts" if status != "correct" and attempts else "", state["note"]]
     note = "; ".join(filter(None, notes))
-    return _outcome(state["task"], state["source"], status, state["eval"], attempts, note, strict)
+    return _outcome(state["task"], state["source"], status, state["eval"], attempts, note, strict, control)
 
 
 def debugger(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Literal["evaluate", "__end__"]]:
@@ -149,7 +171,14 @@ def _timing(result: dict) -> dict:
 
 
 def _outcome(
-    task: ExperimentTask, source: str, status: str, result: dict, attempts: int, note: str, strict: dict | None = None
+    task: ExperimentTask,
+    source: str,
+    status: str,
+    result: dict,
+    attempts: int,
+    note: str,
+    strict: dict | None = None,
+    control: dict | None = None,
 ):
     return ExperimentOutcome(
         iteration=task.iteration,
@@ -161,6 +190,7 @@ def _outcome(
         status=status,
         eval=result,
         strict_eval=strict or {},
+        control_eval=control or {},
         debug_attempts=attempts,
         note=note,
     )
@@ -173,5 +203,6 @@ def build_experiment_graph():
     builder.add_node("evaluate", evaluate)
     builder.add_node("debugger", debugger)
     builder.add_node("recheck", recheck)
+    builder.add_node("control", control)
     builder.add_edge(START, "implementer")
     return builder.compile(name="experiment")

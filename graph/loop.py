@@ -105,6 +105,7 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx
     if seed is None:
         return
     strict = quarantine.strict_recheck(ctx, problem, source, device, result)
+    control = quarantine.control_run(ctx, problem, device, result, strict)
     archive.add(
         CandidateRecord(
             id=archive.next_id(),
@@ -112,7 +113,7 @@ def _measure_starting_point(archive: Archive, problem: Problem, device: str, ctx
             source=source,
             status="seed" if measured else result["status"],
             note=f"bundled seed kernels/seeds/{problem.name}.py",
-            **quarantine.record_fields(result, strict),
+            **quarantine.record_fields(result, strict, control),
         )
     )
 
@@ -298,7 +299,7 @@ def record(state: ScientistState, runtime: Runtime[RunContext]) -> Command[Liter
                 status=outcome.status,
                 debug_attempts=outcome.debug_attempts,
                 note=outcome.note,
-                **quarantine.record_fields(outcome.eval, outcome.strict_eval),
+                **quarantine.record_fields(outcome.eval, outcome.strict_eval, outcome.control_eval),
             )
         )
     for candidate in archive.records:

@@ -65,6 +65,7 @@ class Progress:
         speed = f" {format_speedup(event['speedup'])}" if event.get("speedup") is not None else ""
         attempt = f" (after debug attempt {event['attempt']})" if event.get("attempt") else ""
         attempt += " (strict re-evaluation)" if event.get("strict") else ""
+        attempt += " (control: the reference judged as itself)" if event.get("control") else ""
         style = "green" if event.get("status") == "correct" and not event.get("set_aside") else "red"
         line = f"  slot {event.get('slot')}: {event.get('status')}{speed}{attempt}"
         if event.get("status") != "correct" and event.get("message"):

@@ -3,8 +3,10 @@
 Set aside, a candidate is never the best kernel, a base for the selector or the report's headline; its record keeps both
 evaluations and says why (or that the strict run cleared it). A significant gain gets a strict run in other processes
 too, and counts as what the two runs vouch for together (`kernels.archive.two_runs`, kept as the record's `counted`): a
-gain the second run does not repeat is within noise. Which results get a strict run, with what options, and what the
-two add up to is the evaluator's rule (`evaluators.judge.strict`); the graph decides where the run goes (the run's
+gain the second run does not repeat is within noise. A change the two runs still show within reach of two processes is
+weighed against a control, the problem's reference judged strictly as its own candidate, whose spread widens the counted
+bands (kept as the record's `control_eval`). Which results get a strict run or a control, with what options, and what
+they add up to is the evaluator's rule (`evaluators.judge.strict`); the graph decides where the runs go (the run's
 executor) and what the archive keeps.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import evaluators
 from evaluators.judge import strict as strict_rule
 from graph import lab
+from kernels.problem import load_problem
 from kernels.problem_types import Problem
 
 
@@ -23,17 +26,34 @@ def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result
     """
     if not recheck_due(result):
         return {}
-    options = strict_rule.strict_options(evaluators.EvalOptions(compile_baseline=ctx.compile_baseline))
-    return lab.evaluate(ctx, problem, source, device, options)
+    return lab.evaluate(ctx, problem, source, device, _strict_options(ctx))
 
 
-def record_fields(result: dict, strict: dict) -> dict:
-    """A CandidateRecord's measurement and standing: eval, strict_eval, counted, speedup, runtime_ms, set_aside..."""
+def control_run(ctx, problem: Problem | str, device: str, result: dict, strict: dict) -> dict:
+    """The control of a change its two runs still show within PROCESS_REACH of none; {} when none is due.
+
+    The problem's reference judged strictly as its own candidate, with the strict run's options, in processes of its
+    own: how far two processes of this problem read apart here.
+    """
+    if not control_due(result, strict):
+        return {}
+    problem = problem if isinstance(problem, Problem) else load_problem(problem)
+    return lab.evaluate(ctx, problem, problem.reference_as_candidate(), device, _strict_options(ctx))
+
+
+def record_fields(result: dict, strict: dict, control: dict | None = None) -> dict:
+    """A CandidateRecord's measurement and standing: eval, strict_eval, control_eval, counted, speedup, set_aside..."""
     correct = result.get("status") == "correct"
-    fields = {"eval": result, "strict_eval": strict, "set_aside": None, "cleared_by_strict": False}
+    fields = {
+        "eval": result,
+        "strict_eval": strict,
+        "control_eval": control or {},
+        "set_aside": None,
+        "cleared_by_strict": False,
+    }
     if not correct:  # nothing to trust or distrust (and not always an evaluation: an edit off its anchors)
         return fields | {"speedup": None, "runtime_ms": result.get("runtime_ms")}
-    standing = strict_rule.standing(_result(result), _result(strict) if strict else None)
+    standing = strict_rule.standing(_result(result), _ran(strict), _ran(control))
     return fields | {
         "counted": standing.measured.model_dump(mode="json"),
         "speedup": standing.measured.speedup,
@@ -48,5 +68,23 @@ def recheck_due(result: dict) -> bool:
     return result.get("status") == "correct" and strict_rule.recheck_due(_result(result))
 
 
+def control_due(result: dict, strict: dict) -> bool:
+    """A change the first evaluation and its strict run confirmed together, still within PROCESS_REACH of none."""
+    return bool(strict) and recheck_due(result) and strict_rule.control_due(_result(result), _result(strict))
+
+
+def spread(control: dict) -> float | None:
+    """How far the control read two processes apart (the factor the counted bands were widened by); None without one."""
+    return round(strict_rule.process_spread(_result(control)), 4) if control else None
+
+
+def _strict_options(ctx) -> evaluators.EvalOptions:
+    return strict_rule.strict_options(evaluators.EvalOptions(compile_baseline=ctx.compile_baseline))
+
+
 def _result(result: dict) -> evaluators.EvalResult:
     return evaluators.EvalResult.model_validate(result)
+
+
+def _ran(run: dict | None) -> evaluators.EvalResult | None:
+    return _result(run) if run else None

@@ -19,7 +19,7 @@ from agents.errors import FatalLLMError
 from agents.models import ROLE_MAX_OUTPUT_TOKENS, ROLES, describe_models, models_by_role
 from agents.population import diversity
 from agents.transcript import TRANSCRIPT_FILE
-from graph import lab
+from graph import lab, quarantine
 from graph.context import RunContext
 from graph.plot import speedup_svg
 from graph.state import ScientistState
@@ -295,7 +295,9 @@ def _band(record: CandidateRecord) -> str:
 
 
 def _standing(record: CandidateRecord) -> str:
-    """The quarantine's mark on a record: "set aside", "cleared" (by a strict re-evaluation) or nothing."""
+    """The quarantine's mark on a record: "set aside", "cleared" (by a strict re-evaluation), its control or nothing."""
     if record.set_aside and record.is_correct:
         return "set aside"
-    return "cleared" if record.cleared_by_strict else ""
+    spread = quarantine.spread(record.control_eval)
+    controlled = f"band widened {format_speedup(spread)} by its control" if spread else ""
+    return ", ".join(filter(None, ["cleared" if record.cleared_by_strict else "", controlled]))

@@ -40,6 +40,7 @@ class ExperimentOutcome(BaseModel):
     status: str
     eval: dict[str, Any] = Field(default_factory=dict)
     strict_eval: dict[str, Any] = Field(default_factory=dict, description="the strict re-evaluation, if one ran")
+    control_eval: dict[str, Any] = Field(default_factory=dict, description="the control (the reference), if one ran")
     debug_attempts: int = 0
     note: str = ""
 
@@ -78,6 +79,7 @@ class ExperimentState(TypedDict, total=False):
     source: str
     status: str
     eval: dict[str, Any]
+    strict_eval: dict[str, Any]  # the strict run, kept while its control runs
     debug_attempts: int
     attempts: Annotated[list[dict[str, Any]], operator.add]  # versions sent back: attempt, status, message, source
     note: str

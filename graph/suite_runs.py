@@ -76,7 +76,7 @@ def read_spend(run_dir: Path, previous: Spend | None = None) -> Spend:
 def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
     """The problem's report row: its best kernel when the run finished, else `reason` as a failure."""
     from evaluators.suites.report import SuiteRow, not_judged
-    from graph import lab
+    from graph import lab, quarantine
 
     spend = read_spend(run_dir) if run_dir.is_dir() else Spend()
     cost = {"tokens": spend.tokens, "dollars": round(spend.dollars, 6)}
@@ -111,6 +111,7 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         set_aside=best.set_aside,  # the quarantine's standing, not the first evaluation's flags
         rechecked=bool(best.strict_eval),
         cleared_by_strict=best.cleared_by_strict,
+        process_spread=quarantine.spread(best.control_eval),
         timing=measured.get("timing"),
         message=f"best {best.id}{cleared}; {summary.get('stop_reason')}",
         **cost,

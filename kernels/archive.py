@@ -7,10 +7,11 @@ Contract (used by `agents/` and `graph/`):
   "reference"), `speedup`, `runtime_ms`, `eval` (an `EvalResult.model_dump()`: kernels imports nothing of
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
-  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `counted` and `measured` (the
-  figures that count: the first evaluation's, or where a strict run cleared or confirmed it, the two together,
-  `two_runs`). A record set aside is never best, base or headline; records from before these fields read as not set
-  aside.
+  `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `control_eval` (the control: the
+  reference judged strictly as itself, when a change the two runs confirmed was still within reach of two processes);
+  `counted` and `measured` (the figures that count: the first evaluation's, or where a strict run cleared or confirmed
+  it, the two together, `two_runs`, their bands widened by the control's spread where one ran). A record set aside is
+  never best, base or headline; records from before these fields read as not set aside.
 - `Archive(path=None)`: in memory when `path` is None, else one JSON object per line at `path`, loaded on
   open and appended to on `add`, so a crashed run loses at most the record being written.
   `.add(record) -> record`, `.get(id)`, `.records`, `.best()` (highest speedup among eligible),
@@ -98,8 +99,12 @@ class CandidateRecord(BaseModel):
     set_aside: str | None = Field(None, description="why a correct candidate's speed is not trusted (hard flags)")
     cleared_by_strict: bool = Field(False, description="a strict re-evaluation cleared its first evaluation")
     strict_eval: dict = Field(default_factory=dict, description="the strict re-evaluation's result, if one ran")
+    control_eval: dict = Field(
+        default_factory=dict, description="the control's result (the reference judged as itself), if one ran"
+    )
     counted: dict = Field(
-        default_factory=dict, description="the figures that count: `eval`, or it and `strict_eval` together (two_runs)"
+        default_factory=dict,
+        description="the figures that count: `eval`, or it and `strict_eval` together (two_runs), widened by a control",
     )
 
     @property

@@ -3,8 +3,8 @@
 KS_TEST_FAULT is "KIND:N[:SIGNAL]": `node` (the Nth node update streamed: its writes are saved) or `evaluation`
 (the Nth evaluation has started and runs on) sends SIGNAL (SIGINT, SIGTERM or SIGKILL) to this process; `llm`
 makes the Nth model call fail as a revoked API key does; `worker` kills the reference process during the Nth
-evaluation. Every finished evaluation is appended to KS_TEST_EVAL_LOG ("eval SHA1 STRICT STATUS"), and the fault,
-when it fires, as "fault KIND WHERE".
+evaluation. Every finished evaluation is appended to KS_TEST_EVAL_LOG ("eval SHA1 STRICT STATUS", STRICT "control"
+for the reference judged strictly as itself), and the fault, when it fires, as "fault KIND WHERE".
 """
 
 import hashlib
@@ -21,6 +21,8 @@ from agents.cassette import ReplayChatModel  # noqa: E402
 from evaluators.judge.reference_pool import ReferenceWorker  # noqa: E402
 from graph import run  # noqa: E402
 from graph.progress import Progress  # noqa: E402
+from kernels.problem import load_problem  # noqa: E402
+from kernels.problem_types import Problem  # noqa: E402
 
 KIND, N, *SIGNAL = os.environ.get("KS_TEST_FAULT", "none:0").split(":")
 KILLS_WORKER = KIND == "worker"
@@ -68,8 +70,15 @@ def evaluate(problem, source, device="auto", options=None):
             fire(f"evaluation {counts['evaluation']}")
     result = real_evaluate(problem, source, device, options)
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    log(f"eval {digest} {bool(options and options.strict)} {result.status}")
+    log(f"eval {digest} {_kind(problem, source, options)} {result.status}")
     return result
+
+
+def _kind(problem, source: str, options) -> str:
+    """False, True (strict) or control: every candidate's control has the one source, the problem's reference."""
+    strict = bool(options and options.strict)
+    problem = problem if isinstance(problem, Problem) else load_problem(problem)
+    return "control" if strict and source == problem.reference_as_candidate() else str(strict)
 
 
 real_request = ReferenceWorker.request

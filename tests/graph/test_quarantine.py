@@ -127,8 +127,8 @@ def test_only_a_re_evaluation_that_says_it_was_strict_clears():
     honest = correct(0.9).model_dump()
     fields = quarantine.record_fields(honest, {})
     assert fields["counted"]["speedup"] == 0.9 and fields | {"eval": None, "counted": None} == {
-        "eval": None, "counted": None, "strict_eval": {}, "speedup": 0.9, "runtime_ms": 1 / 0.9, "set_aside": None,
-        "cleared_by_strict": False,
+        "eval": None, "counted": None, "strict_eval": {}, "control_eval": {}, "speedup": 0.9, "runtime_ms": 1 / 0.9,
+        "set_aside": None, "cleared_by_strict": False,
     }  # fmt: skip
 
 
