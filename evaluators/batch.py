@@ -9,12 +9,12 @@ does every correct candidate with a significant gain, or a significant slowdown 
 hard flag other than no_custom_kernel set it aside), to confirm it in other processes. Where the strict run holds, the
 two count together (the slower one's figures, bands spanning both: evaluators/judge/strict.py); otherwise the candidate
 is set aside, and a strict run that did not fit on the device is retried by a re-run. Its first evaluation is kept at
-once, so a re-run runs only the strict one; the line that follows keeps both. A change the two runs still show within
-reach of two processes is weighed against a control, the problem's reference judged strictly as its own candidate,
-whose spread widens the row's bands (evaluators/judge/strict.py); kept the same way, a lost control is run again by a
-re-run. `--cluster` sends the evaluations to a Ray
-cluster, one GPU each. Exit 0 when it ran (whatever the verdicts); 2 for bad usage, a broken problem or a cluster that
-cannot be joined; 130 when interrupted (what finished is kept).
+once, so a re-run runs only the strict one; the line that follows keeps both. A gain the two runs still show, or a
+slowdown within reach of two processes, is weighed against a control, the problem's reference judged strictly as its own
+candidate, whose spread widens the row's bands (evaluators/judge/strict.py); kept the same way, a lost control is run
+again by a re-run. `--cluster` sends the evaluations to a Ray cluster, one GPU each. Exit 0 when it ran (whatever the
+verdicts); 2 for bad usage, a broken problem or a cluster that cannot be joined; 130 when interrupted (what finished is
+kept).
 """
 
 from __future__ import annotations
@@ -183,7 +183,9 @@ def judge(
             def callback(future: Future) -> None:
                 try:
                     row = handle(future)
-                except Exception as error:  # recording it failed, or the strict run could not be submitted
+                # Recording it failed, or the next run could not be submitted; any exception, even one that is not an
+                # Exception from an evaluation's thread: a callback that raised would leave the batch waiting forever.
+                except BaseException as error:
                     row = not_judged(key, f"evaluation failed: {type(error).__name__}: {_first_line(error)}")
                 if row is None:  # a strict run is on its way
                     return
@@ -211,9 +213,11 @@ def judge(
                 # Not judged, so not kept: a re-run tries it again.
                 return not_judged(key, f"evaluation failed: {type(error).__name__}: {_first_line(error)}")
             row = row_from_result(key, result)
-            log.append(row, result)  # a due strict run's first result too: a re-run then runs only the strict one
             if not recheck_due(result, every_change=True):
+                log.append(row, result)
                 return row
+            # Kept at once, so a re-run runs only the strict one; set aside meanwhile, should no re-run come.
+            log.append(_awaiting(row, "its strict re-evaluation"), result)
             say(key, row, " (strict re-evaluation submitted)")
             recheck(key, result)
             return None
@@ -227,9 +231,10 @@ def judge(
             if result.status == "does_not_fit":  # the machine's verdict, not the candidate's: a re-run retries it
                 return _retried(row_from_result(key, first), "its strict re-evaluation did not fit", result.message)
             row = row_from_result(key, first, strict=result)
-            log.append(row, first, result)
             if not control_due(first, result, every_change=True):
+                log.append(row, first, result)
                 return row
+            log.append(_awaiting(row, "its control"), first, result)
             say(key, row, " (control submitted: the reference judged as itself)")
             weigh(key, first, result)
             return None
@@ -265,6 +270,12 @@ def judge(
 
 def _first_line(error: Exception | str) -> str:
     return next(iter(str(error).splitlines()), "")
+
+
+def _awaiting(row: SuiteRow, what: str) -> SuiteRow:
+    """The row kept while `what` runs: set aside, so a re-run without its candidate never counts it unconfirmed."""
+    why = f"awaiting {what} (a re-run with its candidate runs it)"
+    return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
 
 
 def _retried(row: SuiteRow, what: str, detail: str) -> SuiteRow:

@@ -9,7 +9,7 @@ Shape (graph.builder.build_graph; `graph` there is the Studio graph, compiled wi
 - evaluate routes compile_error / runtime_error / incorrect / timeout to the debugger while its attempts are below
   `max_debug_attempts`, then ends the experiment; a correct candidate ends it at once (graph.routing), unless it is
   due a strict re-evaluation (recheck: clearable flags, a gain to confirm) and then a control (the reference judged
-  as itself, for a gain the two runs still show within reach of two processes: graph.quarantine).
+  as itself, for a gain the two runs still show: graph.quarantine).
 - record archives the iteration's candidates (kernels/archive.py, `<run_dir>/archive.jsonl`, idempotent on
   resume) and goes back to the selector while every budget has room (iterations, tokens, dollars, wall time).
 - Settings are the context schema `graph.context.RunContext` (Studio shows them as a form); parallelism is the

@@ -105,7 +105,7 @@ def recheck(state: ExperimentState, runtime: Runtime[RunContext]) -> Command[Lit
 
 
 def control(state: ExperimentState, runtime: Runtime[RunContext]) -> dict:
-    """The control of a gain the two runs still show within reach of two processes; the experiment ends with all three.
+    """The control of a gain the two runs still show; the experiment ends with all three.
 
     The control is the problem's reference judged strictly as its own candidate (graph.quarantine.control_run).
     """

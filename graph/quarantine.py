@@ -3,11 +3,11 @@
 Set aside, a candidate is never the best kernel, a base for the selector or the report's headline; its record keeps both
 evaluations and says why (or that the strict run cleared it). A significant gain gets a strict run in other processes
 too, and counts as what the two runs vouch for together (`kernels.archive.two_runs`, kept as the record's `counted`): a
-gain the second run does not repeat is within noise. A change the two runs still show within reach of two processes is
-weighed against a control, the problem's reference judged strictly as its own candidate, whose spread widens the counted
-bands (kept as the record's `control_eval`). Which results get a strict run or a control, with what options, and what
-they add up to is the evaluator's rule (`evaluators.judge.strict`); the graph decides where the runs go (the run's
-executor) and what the archive keeps.
+gain the second run does not repeat is within noise. A gain the two runs still show is weighed against a control, the
+problem's reference judged strictly as its own candidate, whose spread widens the counted bands (kept as the record's
+`control_eval`). Which results get a strict run or a control, with what options, and what they add up to is the
+evaluator's rule (`evaluators.judge.strict`); the graph decides where the runs go (the run's executor) and what the
+archive keeps.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import evaluators
 from evaluators.judge import strict as strict_rule
 from graph import lab
+from kernels.archive import CandidateRecord
 from kernels.problem import load_problem
 from kernels.problem_types import Problem
 
@@ -30,7 +31,7 @@ def strict_recheck(ctx, problem: Problem | str, source: str, device: str, result
 
 
 def control_run(ctx, problem: Problem | str, device: str, result: dict, strict: dict) -> dict:
-    """The control of a change its two runs still show within PROCESS_REACH of none; {} when none is due.
+    """The control of a gain its two runs still show; {} when none is due.
 
     The problem's reference judged strictly as its own candidate, with the strict run's options, in processes of its
     own: how far two processes of this problem read apart here.
@@ -69,13 +70,16 @@ def recheck_due(result: dict) -> bool:
 
 
 def control_due(result: dict, strict: dict) -> bool:
-    """A change the first evaluation and its strict run confirmed together, still within PROCESS_REACH of none."""
+    """A gain the first evaluation and its strict run confirmed together."""
     return bool(strict) and recheck_due(result) and strict_rule.control_due(_result(result), _result(strict))
 
 
-def spread(control: dict) -> float | None:
-    """How far the control read two processes apart (the factor the counted bands were widened by); None without one."""
-    return round(strict_rule.process_spread(_result(control)), 4) if control else None
+def spread(record: CandidateRecord) -> float | None:
+    """The factor its control widened the record's counted bands by (`Standing.spread`); None without a control."""
+    if not record.control_eval or record.eval.get("status") != "correct":
+        return None
+    first, strict, control = _result(record.eval), _ran(record.strict_eval), _result(record.control_eval)
+    return strict_rule.standing(first, strict, control).spread
 
 
 def _strict_options(ctx) -> evaluators.EvalOptions:

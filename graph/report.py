@@ -298,6 +298,6 @@ def _standing(record: CandidateRecord) -> str:
     """The quarantine's mark on a record: "set aside", "cleared" (by a strict re-evaluation), its control or nothing."""
     if record.set_aside and record.is_correct:
         return "set aside"
-    spread = quarantine.spread(record.control_eval)
+    spread = quarantine.spread(record)
     controlled = f"band widened {format_speedup(spread)} by its control" if spread else ""
     return ", ".join(filter(None, ["cleared" if record.cleared_by_strict else "", controlled]))

@@ -111,7 +111,7 @@ def suite_row(key: str, run_dir: Path, reason: str) -> SuiteRow:
         set_aside=best.set_aside,  # the quarantine's standing, not the first evaluation's flags
         rechecked=bool(best.strict_eval),
         cleared_by_strict=best.cleared_by_strict,
-        process_spread=quarantine.spread(best.control_eval),
+        process_spread=quarantine.spread(best),
         timing=measured.get("timing"),
         message=f"best {best.id}{cleared}; {summary.get('stop_reason')}",
         **cost,

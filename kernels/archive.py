@@ -8,7 +8,7 @@ Contract (used by `agents/` and `graph/`):
   ours, so results are plain dicts), `debug_attempts`, `note` (e.g. "selector fell back to best"),
   `created_at` (UTC, ISO 8601); `set_aside` (why a correct candidate's measurement is not trusted, or None),
   `cleared_by_strict` and `strict_eval` (the strict re-evaluation, when one ran); `control_eval` (the control: the
-  reference judged strictly as itself, when a change the two runs confirmed was still within reach of two processes);
+  reference judged strictly as itself, when the two runs confirmed a gain);
   `counted` and `measured` (the figures that count: the first evaluation's, or where a strict run cleared or confirmed
   it, the two together, `two_runs`, their bands widened by the control's spread where one ran). A record set aside is
   never best, base or headline; records from before these fields read as not set aside.

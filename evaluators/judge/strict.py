@@ -11,13 +11,14 @@ set aside clears a flagged first or confirms an unflagged one; then the two coun
 the figures of the run with the lesser speedup, every band spanning both runs'). Otherwise the candidate is set aside,
 and the reason says what the strict run found.
 
-Two runs can still agree on a change two processes made: where the reference's process and the candidate's meet the
-device in different states every time (the reference starts first), both runs see the same offset. So a change the two
-runs still show within PROCESS_REACH of none is weighed against a control: the reference judged as its own candidate,
-strictly, in processes of its own (control_due). How far the control's band reaches from no change is how far two
-processes of this problem read apart here, and every band of the two runs is widened by that much on each side
-(`process_spread`); a control that could not be judged counts as PROCESS_REACH. Only such a change pays for a control,
-and each band by its own problem's spread: no band is widened where the reference shows none. The graph's quarantine
+Two runs can still agree on a change two processes made: both pairs of processes can read apart the same way (what
+sets the state each meets is not known). So every change the two runs confirm is weighed against a control: the
+reference judged as its own candidate, strictly, in processes of its own (control_due). How far the control's band
+reaches from no change is how far two processes of this problem read apart here, and every band of the two runs is
+widened by that much on each side (`process_spread`): each band by its own problem's spread, and none where the
+reference shows none. Weighed against the bars a change is read against (1 and 2 for fast_p, the best so far in the
+graph), a spread from an offset near 1.0 matters far from it too, so no gain escapes its control by being large. A
+control that could not be judged vouches for nothing: the bands are widened to hold no change. The graph's quarantine
 and the evaluate-only batch both decide by these functions; where the evaluation runs is theirs to choose.
 """
 
@@ -65,7 +66,7 @@ def recheck_due(first: EvalResult, every_change: bool = False) -> bool:
 
 
 def control_due(first: EvalResult, strict: EvalResult | None, every_change: bool = False) -> bool:
-    """Whether `first` and its `strict` run, counted together, show a change within PROCESS_REACH of none.
+    """Whether `first` and its `strict` run, counted together, still show a gain, or a slowdown within PROCESS_REACH.
 
     Only a change the two runs confirmed and whose timing stands (a set-aside row's only where it set aside for good,
     as recheck_due has it) is weighed against a control.
@@ -78,18 +79,25 @@ def control_due(first: EvalResult, strict: EvalResult | None, every_change: bool
     if not measured.significant or measured.speedup_band is None:
         return False
     low, high = measured.speedup_band
-    return low < PROCESS_REACH if low > 1.0 else high > 1 / PROCESS_REACH
+    return low > 1.0 or high > 1 / PROCESS_REACH  # a slowdown beyond reach: no two processes made it
 
 
-def process_spread(control: EvalResult | None) -> float:
+def process_spread(control: EvalResult | None) -> float | None:
     """How far two processes of the problem read apart (>= 1): the far end of the control's band from no change.
 
-    A control with no figure or band (it failed, or could not be timed) counts as the most ever seen, PROCESS_REACH.
+    None where the control has no band to read it from (it failed, or could not be timed).
     """
     band = control.speedup_band if control is not None and control.status == "correct" else None
-    if band is None or not all(math.isfinite(end) and end > 0 for end in band):
-        return PROCESS_REACH
+    if band is None or not (all(math.isfinite(end) and end > 0 for end in band) and band[0] <= band[1]):
+        return None
     return max(1.0, band[1], 1 / band[0])
+
+
+def _holding_no_change(band: tuple[float, float] | None) -> float:
+    """The widening that brings 1.0 inside `band`, and no less than PROCESS_REACH: what an unjudged control leaves."""
+    if band is None:
+        return PROCESS_REACH
+    return max(PROCESS_REACH, band[0], 1 / band[1])
 
 
 def widened(result: EvalResult, spread: float) -> EvalResult:
@@ -144,7 +152,7 @@ def standing(first: EvalResult, strict: EvalResult | None = None, control: EvalR
     held = _standing(first, strict)
     if control is None or not control_due(first, strict, every_change=True):
         return held
-    spread = process_spread(control)
+    spread = process_spread(control) or _holding_no_change(held.measured.speedup_band)
     return Standing(widened(held.measured, spread), held.set_aside, held.cleared, held.rechecked, round(spread, 4))
 
 

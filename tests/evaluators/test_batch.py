@@ -212,7 +212,7 @@ class Verdicts:
             outcome = self.control[problem.name]
         else:
             outcome = (self.strict if options.strict else self.first)[problem.name]
-        if isinstance(outcome, Exception):
+        if isinstance(outcome, BaseException):
             raise outcome
         return outcome.model_copy(deep=True)
 
@@ -232,24 +232,30 @@ def test_a_speedup_a_strict_run_clears_counts_by_the_strict_runs_measurement(tmp
     verdicts = Verdicts(
         {"2_Relu": verdict(12.4, "beyond_plausible"), "1_Scale_by_two": verdict(1.2)},
         {"2_Relu": verdict(6.1, strict=True)},
+        {"2_Relu": control(1.0, (0.99, 1.01))},  # a gain however large is weighed against the reference's spread
     )
     monkeypatch.setattr(evaluators, "evaluate", verdicts)
     out = tmp_path / "out"
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
-    assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3), ("2_Relu", True, 5)]
+    assert sorted(verdicts.calls) == [("1_Scale_by_two", False, 3), ("2_Relu", False, 3)] + [("2_Relu", True, 5)] * 2
     rows = {row["key"]: row for row in report(out)["rows"]}
     relu = rows[RELU]
     assert (relu["speedup"], relu["set_aside"], relu["rechecked"], relu["cleared_by_strict"]) == (6.1, None, True, True)
+    assert relu["process_spread"] == pytest.approx(1 / 0.99, abs=1e-4)
     assert relu["message"] == "cleared by strict re-evaluation (set aside at first: beyond_plausible at 12.4x)"
     summary = report(out)["summary"]
     assert summary["fast_2"] == pytest.approx(1 / 3) and summary["fast_2_significant"] == pytest.approx(1 / 3)
     assert (summary["rechecked"], summary["cleared_by_strict"], summary["set_aside"]) == (1, 1, 0)
     assert summary["geomean_speedup"] == pytest.approx((6.1 * 1.2) ** 0.5)
     assert "- rechecked by a strict re-evaluation: 1, cleared by it: 1" in (out / "suite.md").read_text()
-    scale, first, both = sorted(lines(out), key=lambda line: (line["row"]["key"], line["strict"] is not None))
+    order = {"result": 0, "strict": 1, "control": 2}
+    ran = lambda line: sum(line[run] is not None for run in order)  # noqa: E731
+    scale, first, both, weighed = sorted(lines(out), key=lambda line: (line["row"]["key"], ran(line)))
     assert first["row"]["key"] == RELU and first["result"]["speedup"] == 12.4 and first["strict"] is None
+    assert first["row"]["set_aside"].endswith("awaiting its strict re-evaluation (a re-run with its candidate runs it)")
     assert both["result"]["speedup"] == 12.4 and both["strict"]["speedup"] == 6.1 and both["strict"]["strict"]
-    assert both["row"] == relu and scale["strict"] is None
+    assert both["row"]["set_aside"] == "awaiting its control (a re-run with its candidate runs it)"
+    assert weighed["row"] == relu and weighed["control"]["speedup"] == 1.0 and scale["strict"] is None
 
     verdicts.calls.clear()
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
@@ -318,12 +324,14 @@ def test_a_strict_run_lost_is_run_again_on_a_rerun_and_the_first_never_is(tmp_pa
 
     verdicts.calls.clear()
     verdicts.strict["2_Relu"] = verdict(6.1, strict=True)
+    verdicts.control["2_Relu"] = control(1.0, (0.99, 1.01))
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
-    assert verdicts.calls == [("2_Relu", True, 5)]  # only the strict run: the first evaluation is not judged again
+    # Only the strict run and its control: the first evaluation is not judged again.
+    assert verdicts.calls == [("2_Relu", True, 5)] * 2 and verdicts.controls == ["2_Relu"]
     relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
     assert relu["cleared_by_strict"] and relu["speedup"] == 6.1
     last = lines(out)[-1]
-    assert last["result"]["speedup"] == 12.4 and last["strict"]["speedup"] == 6.1
+    assert last["result"]["speedup"] == 12.4 and last["strict"]["speedup"] == 6.1 and last["control"]["speedup"] == 1
 
     verdicts.calls.clear()
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
@@ -445,10 +453,12 @@ class GatedExecutor:
 
 def test_the_strict_run_is_submitted_as_its_first_result_comes_back_not_after_the_batch(tmp_path):
     executor = GatedExecutor(slow="slow")
-    problems = {key: SimpleNamespace(name=key) for key in ("fast", "slow")}
+    problems = {key: SimpleNamespace(name=key, reference_as_candidate=lambda: "reference") for key in ("fast", "slow")}
     console = Console(file=io.StringIO())
     rows = batch.judge(problems, {"fast": "a", "slow": "b"}, tmp_path, executor, EvalOptions(), console)
-    assert executor.submitted == [("fast", False), ("slow", False), ("fast", True)] and not executor.late
+    # The fast one's strict run, then its control, submitted as each result came back.
+    assert executor.submitted == [("fast", False), ("slow", False), ("fast", True), ("fast", True)]
+    assert not executor.late
     assert rows["fast"].cleared_by_strict and rows["slow"].speedup == 1.2
 
 
@@ -516,3 +526,31 @@ def test_a_control_lost_is_run_again_on_a_rerun_and_nothing_before_it_is(tmp_pat
     relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
     assert relu["set_aside"] is None and relu["process_spread"] == 1.03 and relu["speedup"] == 1.28
     assert relu["speedup_band"] == pytest.approx([1.24 / 1.03, 1.35 * 1.03])  # still a gain, by both runs and more
+
+
+def test_a_row_awaiting_its_control_stays_set_aside_when_a_rerun_cannot_run_it(tmp_path, monkeypatch):
+    # The batch stopped while the control ran (here it failed: nothing of it kept), and the re-run has no candidate.
+    first, again = significant(1.3, (1.25, 1.35)), significant(1.28, (1.24, 1.32), strict=True)
+    lost = RuntimeError("the node died")
+    verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": again}, {"2_Relu": lost})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    empty = tmp_path / "no-candidates"
+    empty.mkdir()
+    verdicts.calls.clear()
+    args = ["--suite", KERNELBENCH, "--problems", "level1/*", "--candidates", str(empty), "--device", "cpu"]
+    assert batch.main([*args, "--out", str(out)]) == 0
+    assert verdicts.calls == []
+    relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
+    assert relu["set_aside"] == "awaiting its control (a re-run with its candidate runs it)"
+    assert report(out)["summary"]["fast_1_significant"] == pytest.approx(1 / 3)  # the other problem's 7x alone
+
+
+def test_an_evaluation_that_raises_what_is_not_an_exception_still_settles_its_row(tmp_path, monkeypatch):
+    verdicts = Verdicts({"2_Relu": verdict(1.1), "1_Scale_by_two": SystemExit(3)})
+    monkeypatch.setattr(evaluators, "evaluate", verdicts)
+    out = tmp_path / "out"
+    assert batch.main([*LEVEL1, "--out", str(out)]) == 0  # and does not wait forever
+    scale = next(row for row in report(out)["rows"] if row["key"] == SCALE)
+    assert scale["status"] == "not_judged" and scale["message"] == "evaluation failed: SystemExit: 3"

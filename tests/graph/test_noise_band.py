@@ -12,7 +12,7 @@ from evaluators.judge.result import ShapeResult
 from graph import lab, progress, quarantine
 from graph.context import RunContext
 from graph.lab import ARCHIVE_FILE
-from kernels.archive import Archive
+from kernels.archive import Archive, CandidateRecord
 from kernels.problem import load_problem
 from kernels.problem_types import SEEDS_DIR
 
@@ -142,17 +142,29 @@ def test_a_seeds_gain_within_reach_of_two_processes_is_weighed_in_setup(tmp_path
     assert seed.speedup == 1.2 and seed.measured["speedup_band"] == pytest.approx([1.15 * 0.9, 1.25 / 0.9])
 
 
-def test_a_gain_beyond_reach_of_two_processes_runs_no_control(monkeypatch):
+def test_a_gain_its_strict_run_did_not_repeat_runs_no_control(monkeypatch):
     def refuse(*args, **kwargs):
-        raise AssertionError("a gain beyond 1.4x needs no control")
+        raise AssertionError("a gain the two runs do not both show needs no control")
 
     monkeypatch.setattr(evaluators, "evaluate", refuse)
     first = correct(2.0, (1.9, 2.1)).model_dump(mode="json")
-    strict = correct(1.9, (1.8, 2.0)).model_copy(update={"strict": True}).model_dump(mode="json")
+    strict = correct(1.0, (0.95, 1.05)).model_copy(update={"strict": True}).model_dump(mode="json")
     assert quarantine.control_run(RunContext(), "fused_residual_norm", "cpu", first, strict) == {}
     fields = quarantine.record_fields(first, strict, {})
-    assert fields["control_eval"] == {} and fields["counted"]["speedup_band"] == [1.8, 2.1]
-    assert quarantine.spread(fields["control_eval"]) is None
+    assert fields["control_eval"] == {} and fields["counted"]["speedup_band"] == [0.95, 2.1]
+    assert quarantine.spread(CandidateRecord(id="c", source="", status="correct", **fields)) is None
+
+
+def test_a_gain_however_large_is_weighed_against_its_control(monkeypatch):
+    monkeypatch.setattr(evaluators, "evaluate", FakeEvaluations(control=correct(1.0, (0.98, 1.02))))
+    first = correct(2.0, (1.9, 2.1)).model_dump(mode="json")
+    strict = correct(1.9, (1.8, 2.0)).model_copy(update={"strict": True}).model_dump(mode="json")
+    control = quarantine.control_run(RunContext(), "fused_residual_norm", "cpu", first, strict)
+    fields = quarantine.record_fields(first, strict, control)
+    assert fields["counted"]["speedup_band"] == pytest.approx([1.8 * 0.98, 2.1 / 0.98])
+    assert quarantine.spread(CandidateRecord(id="c", source="", status="correct", **fields)) == pytest.approx(
+        1 / 0.98, abs=1e-4
+    )
 
 
 def test_a_failed_control_counts_as_the_widest_two_processes_were_seen_apart(tmp_path, monkeypatch):
@@ -179,7 +191,7 @@ def test_a_failed_control_counts_as_the_widest_two_processes_were_seen_apart(tmp
     ]
     archive = Archive(run_dir / ARCHIVE_FILE)
     gain = next(r for r in archive.records if r.control_eval)
-    assert gain.control_eval["status"] == "runtime_error" and quarantine.spread(gain.control_eval) == 1.4
+    assert gain.control_eval["status"] == "runtime_error" and quarantine.spread(gain) == 1.4
     assert gain.speedup == 1.3 and gain.set_aside is None  # still counted, by its own figure
     assert gain.measured["speedup_band"] == pytest.approx([1.25 / 1.4, 1.35 * 1.4]) and not gain.measured["significant"]
     assert lab.best_kernel(archive).status == "seed" and read_summary(run_dir)["best_speedup"] == 1.0

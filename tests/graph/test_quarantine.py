@@ -13,11 +13,13 @@ from graph import lab, quarantine
 from graph.lab import ARCHIVE_FILE
 from graph.suite_runs import suite_row
 from kernels.archive import Archive, CandidateRecord
+from kernels.problem import load_problem
 from kernels.problem_types import SEEDS_DIR
 
 from .conftest import SHORT, cli, read_summary
 
 SEED = (SEEDS_DIR / "fused_residual_norm.py").read_text()
+REFERENCE = load_problem("fused_residual_norm").reference_as_candidate()  # the control's candidate
 BEYOND = ("beyond_plausible", "speedup 1972.0x is beyond the plausible 10x")
 
 
@@ -36,8 +38,12 @@ class FakeEvaluations:
         self.strict = strict
         self.candidates: list[str] = []
         self.strict_calls: list[tuple[str, evaluators.EvalOptions]] = []
+        self.controls: list[evaluators.EvalOptions] = []
 
     def __call__(self, problem, source, device="auto", options=None):
+        if options is not None and options.strict and source == REFERENCE:
+            self.controls.append(options)  # the control: the reference judged as itself, two processes 1 % apart
+            return correct(1.0, strict=True).model_copy(update={"speedup_band": (0.99, 1.01), "significant": False})
         if options is not None and options.strict:
             self.strict_calls.append((source, options))
             return self.strict
@@ -91,7 +97,8 @@ def test_a_candidate_the_strict_run_clears_becomes_best_and_a_base(tmp_path, fak
     cleared = archive.get("c0002")
     assert (cleared.set_aside, cleared.cleared_by_strict, cleared.speedup) == (None, True, 12.0)
     assert cleared.eval["set_aside"] and cleared.strict_eval["strict"]
-    assert len(evaluations.strict_calls) == 1
+    assert len(evaluations.strict_calls) == 1 and len(evaluations.controls) == 1  # a gain however large: a control
+    assert cleared.control_eval["speedup"] == 1.0
     assert archive.get("c0003").parent_id == "c0002"  # iteration 2's selector could build on it
     summary = read_summary(run_dir)
     assert summary["best_id"] == "c0002" and summary["best_speedup"] == 12.0
