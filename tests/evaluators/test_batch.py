@@ -508,13 +508,19 @@ def test_a_change_the_reference_shows_against_itself_is_weighed_against_a_contro
     assert kept[-1]["control"]["speedup"] == 1.29 and kept[-1]["row"] == relu
 
 
-def test_a_control_lost_is_run_again_on_a_rerun_and_nothing_before_it_is(tmp_path, monkeypatch):
+def batch_losing_its_control(tmp_path: Path, monkeypatch) -> tuple[Verdicts, Path]:
+    """A batch whose one confirmed gain (1.3x, then 1.28x) lost its control: nothing of the control kept."""
     first, again = significant(1.3, (1.25, 1.35)), significant(1.28, (1.24, 1.32), strict=True)
     lost = RuntimeError("the node died\nwith a traceback")
     verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": again}, {"2_Relu": lost})
     monkeypatch.setattr(evaluators, "evaluate", verdicts)
     out = tmp_path / "out"
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    return verdicts, out
+
+
+def test_a_control_lost_is_run_again_on_a_rerun_and_nothing_before_it_is(tmp_path, monkeypatch):
+    verdicts, out = batch_losing_its_control(tmp_path, monkeypatch)
     relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
     assert relu["set_aside"] == "its control failed (RuntimeError: the node died; a re-run retries it)"
     assert relu["process_spread"] is None
@@ -530,12 +536,7 @@ def test_a_control_lost_is_run_again_on_a_rerun_and_nothing_before_it_is(tmp_pat
 
 def test_a_row_awaiting_its_control_stays_set_aside_when_a_rerun_cannot_run_it(tmp_path, monkeypatch):
     # The batch stopped while the control ran (here it failed: nothing of it kept), and the re-run has no candidate.
-    first, again = significant(1.3, (1.25, 1.35)), significant(1.28, (1.24, 1.32), strict=True)
-    lost = RuntimeError("the node died")
-    verdicts = Verdicts({"2_Relu": first, "1_Scale_by_two": verdict(7.0)}, {"2_Relu": again}, {"2_Relu": lost})
-    monkeypatch.setattr(evaluators, "evaluate", verdicts)
-    out = tmp_path / "out"
-    assert batch.main([*LEVEL1, "--out", str(out)]) == 0
+    verdicts, out = batch_losing_its_control(tmp_path, monkeypatch)
     empty = tmp_path / "no-candidates"
     empty.mkdir()
     verdicts.calls.clear()
