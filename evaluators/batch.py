@@ -35,6 +35,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.options import EvalOptions
+from evaluators.judge.process_options import default_cache_dir
+from evaluators.judge.readonly_code import writable_by_candidates
 from evaluators.judge.result import EvalResult
 from evaluators.judge.strict import control_due, recheck_due, strict_options
 from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
@@ -305,13 +307,15 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--trials must be at least 3")
         if not args.candidates.is_dir():
             raise ValueError(f"candidates folder not found: {args.candidates}")
+        out = args.out or Path("runs") / f"eval-{args.candidates.resolve().name}"
+        if reason := writable_by_candidates(out, default_cache_dir()):  # its journal is read back as written
+            raise ValueError(f"--out {reason}; choose a folder outside it")
         suite = load_suite(args.suite, args.problems)
         problems, broken = suite.load_all()
         executor = make_executor(args.cluster, args.device)
     except (SuiteError, ProblemError, ValueError, ClusterError) as error:
         print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
-    out = args.out or Path("runs") / f"eval-{args.candidates.resolve().name}"
     out.mkdir(parents=True, exist_ok=True)
     done = read_results(out / RESULTS_FILE)
     if args.compile_baseline:  # verdicts reached without the baseline are judged again, with it

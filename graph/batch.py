@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING
 # rich or the evaluators load; the rest is imported where it is used.
 from graph import stopping
 from graph.context import DEFAULT_MODEL
-from graph.run import OneLineParser, check_model_spec, cluster_flag, natural_int, positive_float, positive_int
+from graph.run import (
+    OneLineParser,
+    check_model_spec,
+    cluster_flag,
+    natural_int,
+    positive_float,
+    positive_int,
+    refuse_writable,
+)
 from graph.suite_runs import Spend, is_finished, is_started, read_spend, run_dir_name, suite_row
 from kernels.speedup import format_speedup
 
@@ -259,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         args.model = f"replay:{Path(args.model.removeprefix('replay:')).resolve()}"  # runs start in their own folder
     try:
         suite = load_suite(args.suite, args.problems)
+        refuse_writable(p, args.out or Path("runs") / f"batch-{suite.root.name}")  # each run's folder lies inside it
         _, broken = suite.load_all()
         cluster = join_cluster(args.cluster, args.device) if args.cluster not in (None, "local") else None
         free = slots(args.device) if cluster is None else [CLUSTER_SLOT] * max(1, cluster.gpus)

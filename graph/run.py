@@ -188,6 +188,15 @@ def check_coverage(ctx: RunContext, p: argparse.ArgumentParser) -> None:
         p.error(problem)
 
 
+def refuse_writable(p: argparse.ArgumentParser, run_dir: Path) -> None:
+    """Exit 2 where candidates could write the run's folder: its archive and checkpoints are read back as written."""
+    from evaluators.judge.process_options import default_cache_dir
+    from evaluators.judge.readonly_code import writable_by_candidates
+
+    if reason := writable_by_candidates(run_dir, default_cache_dir()):
+        p.error(f"--out {reason}; choose a folder outside it")
+
+
 def resumed_settings(args: argparse.Namespace, p: argparse.ArgumentParser, run_dir: Path) -> tuple[RunContext, int]:
     """The saved settings of the run being resumed, with any budget flags given now."""
     path = run_dir / SETTINGS_FILE
@@ -229,6 +238,7 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
     if args.resume:
         run_id = args.resume
         run_dir = args.out or lab.RUNS_DIR / run_id
+        refuse_writable(p, run_dir)
         ctx, concurrency = resumed_settings(args, p, run_dir)
     else:
         ctx, concurrency, banner = new_settings(args, p)
@@ -239,6 +249,7 @@ def run_with_executors(args: argparse.Namespace, p: argparse.ArgumentParser, con
         p.error(str(error))
     if not args.resume:
         run_dir = args.out or lab.RUNS_DIR / lab.new_run_id(ctx.problem)
+        refuse_writable(p, run_dir)
         run_id = run_dir.name
         if (run_dir / SETTINGS_FILE).exists():
             p.error(f"{run_dir} already holds a run; continue it with --resume {run_id} --out {run_dir}")

@@ -77,3 +77,16 @@ def script(readonly: list[Path], writable: list[Path], last: Path) -> str:
     # The shell started in the worker's scratch directory, before its writable mount covered it: its working directory
     # is looked up again, or the worker's relative writes would meet the read-only mount beneath.
     return "\n".join([f"if {first} 2>/dev/null; then", "set -e", *rest, 'cd "$PWD"', "set +e", "fi", ""])
+
+
+def writable_by_candidates(path: Path, cache_dir: Path) -> str | None:
+    """Why a folder of results at `path` is one candidates can write, or None: inside the cache directory or /dev.
+
+    A batch's journal and a run's archive are read back as written on a re-run: where a candidate can write, it could
+    plant a settled verdict there.
+    """
+    resolved = path.expanduser().resolve()
+    for where, name in ((cache_dir.expanduser().resolve(), "the cache directory"), (Path("/dev"), "/dev")):
+        if resolved == where or where in resolved.parents:
+            return f"{path} is inside {name} ({where}), which candidates can write"
+    return None

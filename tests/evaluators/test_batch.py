@@ -114,6 +114,16 @@ def test_bad_usage_is_one_line_and_exit_2(args, says, capsys, tmp_path):
     assert says in err and err.count("\n") == 1
 
 
+def test_an_out_folder_candidates_can_write_is_exit_2(capsys, tmp_path):
+    # The journal is read back as written on a re-run: in the cache directory (or /dev/shm) a candidate could plant it.
+    for out in (tmp_path / "cache" / "eval", Path("/dev/shm/ks-eval")):
+        args = ["--suite", KERNELBENCH, "--candidates", str(CANDIDATES), "--device", "cpu", "--out", str(out)]
+        assert batch.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "which candidates can write; choose a folder outside it" in err, err
+        assert not out.exists()
+
+
 def test_a_gpumode_problem_that_cannot_load_is_exit_2(capsys, tmp_path):
     suite = f"gpumode:{FIXTURES / 'gpumode' / 'broken' / 'no-reference'}"
     assert batch.main(["--suite", suite, "--candidates", ".", "--out", str(tmp_path)]) == 2

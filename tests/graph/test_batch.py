@@ -112,6 +112,14 @@ def test_the_dollar_cap_stops_new_problems_and_they_count_as_failures(tmp_path):
     assert json.loads((out / "suite.json").read_text())["summary"]["fast_0"] == 0.5
 
 
+def test_a_batch_folder_candidates_can_write_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as exit_:
+        batch.main(["--suite", str(SUITE), "--model", ANY_MODEL, "--out", str(tmp_path / "cache" / "batch")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "inside the cache directory" in err, err
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -69,6 +69,18 @@ def test_a_new_run_refuses_a_directory_that_holds_one(capsys, tmp_path):
     assert code == 2 and "already holds a run" in err
 
 
+@pytest.mark.parametrize("inside", ["cache", "cache/runs/r1"])
+def test_a_run_refuses_a_folder_candidates_can_write(capsys, tmp_path, monkeypatch, inside):
+    # The archive and checkpoints are read back as written: in the cache directory a candidate could plant them.
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "cache"))
+    short = f"replay:{CASSETTES / 'short.json'}"
+    code, err = _usage_error(capsys, "--model", short, "--iterations", "2", "--out", str(tmp_path / inside))
+    assert code == 2 and len(err.splitlines()) == 1 and "inside the cache directory" in err, err
+    assert not (tmp_path / inside / "run.json").exists()
+    code, err = _usage_error(capsys, "--resume", "r1", "--out", str(tmp_path / inside))
+    assert code == 2 and "inside the cache directory" in err, err
+
+
 def test_help_lists_the_flags(capsys):
     with pytest.raises(SystemExit) as exit_info:
         run.main(["--help"])
