@@ -34,12 +34,24 @@ def control_run(ctx, problem: Problem | str, device: str, result: dict, strict: 
     """The control of a gain its two runs still show; {} when none is due.
 
     The problem's reference judged strictly as its own candidate, with the strict run's options, in processes of its
-    own: how far two processes of this problem read apart here.
+    own: how far two processes of this problem read apart here. A run judges it once, for its first confirmed gain, and
+    later gains are weighed against the same: it does not depend on the candidate, and each costs a strict evaluation.
     """
     if not control_due(result, strict):
         return {}
+    kept = _judged_control(ctx)
+    if kept:  # the problem's spread here, judged once a run: it runs no code of any candidate's
+        return kept
     problem = problem if isinstance(problem, Problem) else load_problem(problem)
     return lab.evaluate(ctx, problem, problem.reference_as_candidate(), device, _strict_options(ctx))
+
+
+def _judged_control(ctx) -> dict:
+    """The latest control this run's archive keeps that was judged correct (a failed one is run again), or {}."""
+    if not ctx.run_dir:
+        return {}
+    records = lab.open_archive(ctx.run_dir).records
+    return next((r.control_eval for r in reversed(records) if r.control_eval.get("status") == "correct"), {})
 
 
 def record_fields(result: dict, strict: dict, control: dict | None = None) -> dict:

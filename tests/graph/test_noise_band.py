@@ -132,6 +132,26 @@ def test_a_confirmed_gain_within_reach_of_two_processes_is_widened_by_its_contro
     assert f"{gain.id} [correct, 1.3x, band widened 1.11x by its control]" in (run_dir / "report.md").read_text()
 
 
+def test_a_run_judges_its_control_once_and_weighs_every_later_gain_against_it(tmp_path, monkeypatch):
+    evaluations = FakeEvaluations(control=correct(1.0, (0.9, 1.1)))
+    evaluations.results = [correct(1.3, (1.25, 1.35)), correct(1.7, (1.65, 1.75))]  # two confirmed gains
+    monkeypatch.setattr(evaluators, "evaluate", evaluations)
+    run_dir = tmp_path / "twice"
+    assert cli(*SHORT, "--iterations", "2", "--out", str(run_dir)) == 0
+    weighed = [r for r in Archive(run_dir / ARCHIVE_FILE).records if r.control_eval]
+    assert [r.speedup for r in weighed] == [1.3, 1.7] and len(evaluations.controls) == 1
+    assert weighed[0].control_eval == weighed[1].control_eval
+    assert weighed[1].measured["speedup_band"] == pytest.approx([1.65 * 0.9, 1.75 / 0.9])
+
+
+def test_a_failed_control_is_judged_again_for_the_next_gain(tmp_path, monkeypatch):
+    evaluations = FakeEvaluations(control=EvalResult(status="runtime_error", message="the node died"))
+    evaluations.results = [correct(1.3, (1.25, 1.35)), correct(1.7, (1.65, 1.75))]
+    monkeypatch.setattr(evaluators, "evaluate", evaluations)
+    assert cli(*SHORT, "--iterations", "2", "--out", str(tmp_path / "again")) == 0
+    assert len(evaluations.controls) == 2
+
+
 def test_a_seeds_gain_within_reach_of_two_processes_is_weighed_in_setup(tmp_path, monkeypatch):
     evaluations = FakeEvaluations(control=correct(1.0, (0.9, 1.1)), seed=correct(1.2, (1.15, 1.25)))
     monkeypatch.setattr(evaluators, "evaluate", evaluations)
