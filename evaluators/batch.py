@@ -36,7 +36,7 @@ from evaluators.executors import make_executor
 from evaluators.executors.local import ClusterError, Executor, cluster_arg
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process_options import default_cache_dir
-from evaluators.judge.readonly_code import writable_by_candidates
+from evaluators.judge.readonly_code import refused_results_folder
 from evaluators.judge.result import EvalResult
 from evaluators.judge.strict import control_due, recheck_due, strict_options
 from evaluators.suites.report import SuiteRow, machine, not_judged, row_from_result, write_suite_report
@@ -225,13 +225,9 @@ def judge(
             return None
 
         def strict_done(key: str, first: EvalResult, future: Future) -> SuiteRow:
-            try:
-                result = future.result()
-            except Exception as error:  # not judged, so not kept: a re-run tries the strict run again
-                why = f"{type(error).__name__}: {_first_line(error)}"
-                return _retried(row_from_result(key, first), "its strict re-evaluation failed", why)
-            if result.status == "does_not_fit":  # the machine's verdict, not the candidate's: a re-run retries it
-                return _retried(row_from_result(key, first), "its strict re-evaluation did not fit", result.message)
+            result = _kept_run(future, "its strict re-evaluation", row_from_result(key, first))
+            if isinstance(result, SuiteRow):
+                return result
             row = row_from_result(key, first, strict=result)
             if not control_due(first, result, every_change=True):
                 log.append(row, first, result)
@@ -242,13 +238,9 @@ def judge(
             return None
 
         def control_done(key: str, first: EvalResult, second: EvalResult, future: Future) -> SuiteRow:
-            try:
-                result = future.result()
-            except Exception as error:  # not judged, so not kept: a re-run tries the control again
-                why = f"{type(error).__name__}: {_first_line(error)}"
-                return _retried(row_from_result(key, first, strict=second), "its control failed", why)
-            if result.status == "does_not_fit":
-                return _retried(row_from_result(key, first, strict=second), "its control did not fit", result.message)
+            result = _kept_run(future, "its control", row_from_result(key, first, strict=second))
+            if isinstance(result, SuiteRow):
+                return result
             row = row_from_result(key, first, strict=second, control=result)
             log.append(row, first, second, result)
             return row
@@ -280,6 +272,20 @@ def _awaiting(row: SuiteRow, what: str) -> SuiteRow:
     return row.model_copy(update={"set_aside": "; ".join(filter(None, [row.set_aside, why]))})
 
 
+def _kept_run(future: Future, what: str, before: SuiteRow) -> EvalResult | SuiteRow:
+    """A strict run's or control's result; or, where nothing of it can be kept, `before` set aside until a re-run.
+
+    Not judged (an error) or too large for the device (the machine's verdict, not the candidate's): a re-run retries it.
+    """
+    try:
+        result = future.result()
+    except Exception as error:
+        return _retried(before, f"{what} failed", f"{type(error).__name__}: {_first_line(error)}")
+    if result.status == "does_not_fit":
+        return _retried(before, f"{what} did not fit", result.message)
+    return result
+
+
 def _retried(row: SuiteRow, what: str, detail: str) -> SuiteRow:
     """The row of a candidate whose strict run or control left nothing kept: set aside until a re-run retries it."""
     why = f"{what} ({_first_line(detail)}; a re-run retries it)"
@@ -308,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.candidates.is_dir():
             raise ValueError(f"candidates folder not found: {args.candidates}")
         out = args.out or Path("runs") / f"eval-{args.candidates.resolve().name}"
-        if reason := writable_by_candidates(out, default_cache_dir()):  # its journal is read back as written
-            raise ValueError(f"--out {reason}; choose a folder outside it")
+        if refusal := refused_results_folder(out, default_cache_dir()):  # its journal is read back as written
+            raise ValueError(refusal)
         suite = load_suite(args.suite, args.problems)
         problems, broken = suite.load_all()
         executor = make_executor(args.cluster, args.device)

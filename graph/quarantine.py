@@ -83,7 +83,7 @@ def recheck_due(result: dict) -> bool:
 
 def control_due(result: dict, strict: dict) -> bool:
     """A gain the first evaluation and its strict run confirmed together."""
-    return bool(strict) and recheck_due(result) and strict_rule.control_due(_result(result), _result(strict))
+    return bool(strict) and strict_rule.control_due(_result(result), _result(strict))
 
 
 def spread(record: CandidateRecord) -> float | None:

@@ -71,11 +71,15 @@ def control_due(first: EvalResult, strict: EvalResult | None, every_change: bool
     Only a change the two runs confirmed and whose timing stands (a set-aside row's only where it set aside for good,
     as recheck_due has it) is weighed against a control.
     """
-    if strict is None or not recheck_due(first, every_change):
+    return strict is not None and _weighed(first, strict, _standing(first, strict).measured, every_change)
+
+
+def _weighed(first: EvalResult, strict: EvalResult, measured: EvalResult, every_change: bool) -> bool:
+    """control_due, given what the two runs count as together (`measured`, from _standing)."""
+    if not recheck_due(first, every_change):
         return False
     if not (strict.strict and strict.status == "correct" and (not strict.set_aside or timing_stands(strict.flags))):
         return False
-    measured = _standing(first, strict).measured
     if not measured.significant or measured.speedup_band is None:
         return False
     low, high = measured.speedup_band
@@ -150,7 +154,7 @@ def standing(first: EvalResult, strict: EvalResult | None = None, control: EvalR
     bands; until it has run (None), they stand as the two runs drew them, and the callers run it before they count.
     """
     held = _standing(first, strict)
-    if control is None or not control_due(first, strict, every_change=True):
+    if control is None or strict is None or not _weighed(first, strict, held.measured, every_change=True):
         return held
     spread = process_spread(control) or _holding_no_change(held.measured.speedup_band)
     return Standing(widened(held.measured, spread), held.set_aside, held.cleared, held.rechecked, round(spread, 4))
