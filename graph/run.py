@@ -191,10 +191,10 @@ def check_coverage(ctx: RunContext, p: argparse.ArgumentParser) -> None:
 def refuse_writable(p: argparse.ArgumentParser, run_dir: Path) -> None:
     """Exit 2 where candidates could write the run's folder: its archive and checkpoints are read back as written."""
     from evaluators.judge.process_options import default_cache_dir
-    from evaluators.judge.readonly_code import writable_by_candidates
+    from evaluators.judge.readonly_code import refused_results_folder
 
-    if reason := writable_by_candidates(run_dir, default_cache_dir()):
-        p.error(f"--out {reason}; choose a folder outside it")
+    if refusal := refused_results_folder(run_dir, default_cache_dir()):
+        p.error(refusal)
 
 
 def resumed_settings(args: argparse.Namespace, p: argparse.ArgumentParser, run_dir: Path) -> tuple[RunContext, int]:

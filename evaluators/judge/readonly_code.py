@@ -56,10 +56,16 @@ def script_for(cache_dir: Path, scratch: Path) -> str:
     """
     trusted_builds = build_root(cache_dir, "reference")
     trusted_builds.mkdir(parents=True, exist_ok=True)
-    writable = [cache_dir.resolve(), scratch.resolve()]
+    shared = shared_writable(cache_dir)
+    return script(list(mount_points()), [shared[0], scratch.resolve(), *shared[1:]], trusted_builds.resolve())
+
+
+def shared_writable(cache_dir: Path) -> list[Path]:
+    """What every candidate's worker may write besides its own scratch: the cache directory and a simulated device's."""
+    writable = [cache_dir.expanduser().resolve()]
     if os.environ.get("KS_SIMULATED_DEVICE"):  # each worker keeps its own entry there (worker/device_memory.py)
         writable.append(Path(os.environ["KS_SIMULATED_DEVICE"]).resolve())
-    return script(list(mount_points()), writable, trusted_builds.resolve())
+    return writable
 
 
 def script(readonly: list[Path], writable: list[Path], last: Path) -> str:
@@ -79,14 +85,15 @@ def script(readonly: list[Path], writable: list[Path], last: Path) -> str:
     return "\n".join([f"if {first} 2>/dev/null; then", "set -e", *rest, 'cd "$PWD"', "set +e", "fi", ""])
 
 
-def writable_by_candidates(path: Path, cache_dir: Path) -> str | None:
-    """Why a folder of results at `path` is one candidates can write, or None: inside the cache directory or /dev.
+def refused_results_folder(path: Path, cache_dir: Path) -> str | None:
+    """Why a folder of results at `path` is one candidates can write (shared_writable, KEPT), or None.
 
     A batch's journal and a run's archive are read back as written on a re-run: where a candidate can write, it could
     plant a settled verdict there.
     """
-    resolved = path.expanduser().resolve()
-    for where, name in ((cache_dir.expanduser().resolve(), "the cache directory"), (Path("/dev"), "/dev")):
+    resolved, shared = path.expanduser().resolve(), shared_writable(cache_dir)
+    for where in [*shared, *map(Path, KEPT)]:
         if resolved == where or where in resolved.parents:
-            return f"{path} is inside {name} ({where}), which candidates can write"
+            name = "the cache directory" if where == shared[0] else str(where)
+            return f"--out {path} is inside {name} ({where}), which candidates can write; choose a folder outside it"
     return None

@@ -114,9 +114,10 @@ def test_bad_usage_is_one_line_and_exit_2(args, says, capsys, tmp_path):
     assert says in err and err.count("\n") == 1
 
 
-def test_an_out_folder_candidates_can_write_is_exit_2(capsys, tmp_path):
-    # The journal is read back as written on a re-run: in the cache directory (or /dev/shm) a candidate could plant it.
-    for out in (tmp_path / "cache" / "eval", Path("/dev/shm/ks-eval")):
+def test_an_out_folder_candidates_can_write_is_exit_2(capsys, tmp_path, monkeypatch):
+    # The journal is read back as written on a re-run: where a candidate can write, it could plant it.
+    monkeypatch.setenv("KS_SIMULATED_DEVICE", str(tmp_path / "device"))
+    for out in (tmp_path / "cache" / "eval", tmp_path / "device" / "eval", Path("/dev/shm/ks-eval")):
         args = ["--suite", KERNELBENCH, "--candidates", str(CANDIDATES), "--device", "cpu", "--out", str(out)]
         assert batch.main(args) == 2
         err = capsys.readouterr().err
