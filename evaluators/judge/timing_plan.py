@@ -1,7 +1,12 @@
 """The timing commands the parent sends for one shape: the reference and the candidate, side by side.
 
-Each side is warmed up first; a first warm-up call, timed by the parent, sizes the rest of its warm-up and its
-repetitions. The repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
+Each side is warmed up first; a first warm-up call, timed by the parent, sizes the rest of its warm-up, and the
+warm-up a first plan of its repetitions. A short rehearsal then times a few calls with the events the blocks use, and
+its median sets the side's repetitions: the warm-up's spans also hold the input draws, the pipe and a first call's
+one-time costs, and read a 2.6 ms call at 5 ms or more on an H100, so a quarter of KernelBench's level 2 got under 0.8
+of the repetitions do_bench's budget gives it (docs/BENCHMARKS_HISTORY.md). How many blocks a shape has follows from the
+reference's plan alone: a candidate that claims slow calls gets fewer repetitions, not fewer blocks or checks. The
+repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
 medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
 repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
 in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Each shape's timing is laid out on the device's
@@ -36,6 +41,7 @@ flush, which come after the hold.
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 import time
@@ -55,6 +61,9 @@ REHEARSAL_REPS = 5
 # triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow.
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
+# A bootstrap over two or three blocks turns on one of them: at 36-38 repetitions in three blocks, a 2.7 ms GEMM's own
+# band spread 2-3 % on an H100. So a side has at least MIN_BLOCKS blocks where they can hold MIN_BLOCK_REPS each.
+MIN_BLOCKS, MIN_BLOCK_REPS = 4, 5
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # Repetitions of each block the reference compares, picked after the block: checking all of them made a warm
 # evaluation of row_softmax (seven timed shapes of up to 500 repetitions) take 14.2 s against 5.1 s on an H100.
@@ -127,20 +136,25 @@ def honest_reps(device: str, options: EvalOptions) -> Callable[[float], int]:
     return lambda estimate_ms: repetitions(estimate_ms, device, options)
 
 
+def nominal_blocks(reps: int) -> int:
+    """Up to TIMING_BLOCKS of at least BLOCK_REPS, and no fewer than MIN_BLOCKS of MIN_BLOCK_REPS where `reps` allow."""
+    return min(TIMING_BLOCKS, max(reps // BLOCK_REPS, min(MIN_BLOCKS, reps // MIN_BLOCK_REPS)))
+
+
 def block_count(reference_reps: int, candidate_reps: int, device: str, retained: int) -> int:
-    """Blocks a side: on a GPU up to TIMING_BLOCKS of at least BLOCK_REPS; on the CPU one repetition a block.
+    """Blocks a side: on a GPU as many as the reference's repetitions give (nominal_blocks); on the CPU one a block.
 
-    More where a block of the side with fewer repetitions would hold more outputs than `retained`; the other side
-    is then cut to what its blocks hold (held_reps).
+    More where a block of the side with fewer repetitions would hold more outputs than `retained`; the other side is
+    then cut to what its blocks hold (fit_reps). The candidate's own count (from its warm-up and rehearsal) can add
+    blocks that way, never take any away: claiming slow calls buys it no cruder band and no fewer checked outputs.
     """
-    fewest = min(reference_reps, candidate_reps)
-    blocks = max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
-    return max(blocks, -(-fewest // max(retained, 1)))
+    blocks = nominal_blocks(reference_reps) if device_kind(device) == "cuda" else min(reference_reps, candidate_reps)
+    return max(blocks, 1, -(-min(reference_reps, candidate_reps) // max(retained, 1)))
 
 
-def held_reps(timing: ShapeTiming, blocks: int, retained: int) -> None:
-    """A side's repetitions cut to what `blocks` blocks of at most `retained` held outputs each hold."""
-    timing.reps = min(timing.reps, blocks * retained)
+def fit_reps(timing: ShapeTiming, blocks: int, retained: int) -> None:
+    """A side's repetitions fitted to `blocks` blocks: at least one each, at most `retained` held outputs each."""
+    timing.reps = min(max(timing.reps, blocks), blocks * retained)
 
 
 def lead_ms(rehearsal: dict | None) -> float:
@@ -150,6 +164,17 @@ def lead_ms(rehearsal: dict | None) -> float:
         return 0.0
     lead = LEAD_FACTOR * statistics.median(issued) + PREPARE_FACTOR * statistics.median(prepared)
     return min(lead, LEAD_CAP_MS)
+
+
+def rehearsed_reps(meta: dict, planned: int, device: str, options: EvalOptions) -> int:
+    """The repetitions a rehearsal's event times give its calls; `planned` (the warm-up's) where they are not times.
+
+    The candidate's figures set only its own count, which its timed blocks' events and the parent's clock are then
+    held to like any other (judge/wall.py).
+    """
+    times = meta.get("times_ms")
+    valid = isinstance(times, list) and times and all(isinstance(t, float | int) and 0 < t < math.inf for t in times)
+    return repetitions(statistics.median(times), device, options) if valid else planned
 
 
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
@@ -212,7 +237,9 @@ class Side:
             return None
         self.lead_ms = lead
         rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), secrets.randbits(30), hold=False)
-        return self.call(rehearsal, "timing").meta
+        meta = self.call(rehearsal, "timing").meta
+        self.timing.reps = rehearsed_reps(meta, self.timing.reps, self.device, self.options)
+        return meta
 
     def block(self, first: int, reps: int, nonce: int) -> None:
         """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
@@ -365,7 +392,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             candidate.rehearse(_rehearse_reference(reference))
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device, retained)
             for side in (reference, candidate):
-                held_reps(side.timing, blocks, retained)
+                fit_reps(side.timing, blocks, retained)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -383,15 +410,15 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             nonces: dict[int, int] = {}
             reference.warm_up()
             lead = _rehearse_reference(reference)
-            runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
-                                                            retained))  # fmt: skip
-            for b, run in enumerate(runs):
+            blocks = block_count(reference.timing.reps, reference.timing.reps, device, retained)
+            fit_reps(reference.timing, blocks, retained)
+            for b, run in enumerate(split(reference.timing.reps, blocks)):
                 reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
             candidate.rehearse(lead)
-            runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
-                                                            retained))  # fmt: skip
+            fit_reps(candidate.timing, blocks, retained)
+            runs = split(candidate.timing.reps, blocks)
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its

@@ -256,10 +256,72 @@ def test_outputs_the_device_keeps_few_of_come_in_more_blocks(tmp_path, cuda_lock
 
 
 def test_a_side_far_faster_than_the_other_is_cut_to_what_its_blocks_can_hold(tmp_path, cuda_lock):
-    """Two copies at once and a 5 ms candidate's 20 repetitions: ten blocks, the fast reference cut to two a block."""
+    """Two copies at once and a 5 ms candidate's 20 repetitions: the fast reference's sixteen blocks, it cut to two a
+    block, the candidate's 20 spread over them."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, retained=2, candidate_s=5e-3)
-    assert candidate.reps == reference.reps == 20 and len(candidate.blocks) == len(reference.blocks) == 10
-    assert {c["reps"] for side in ("reference", "candidate") for c in _blocks(log, side)} == {2}
+    assert len(candidate.blocks) == len(reference.blocks) == TIMING_BLOCKS
+    assert (reference.reps, candidate.reps) == (2 * TIMING_BLOCKS, 20)
+    assert {c["reps"] for c in _blocks(log, "reference")} == {2} and {c["reps"] for c in _blocks(log, "candidate")} == {
+        1, 2}  # fmt: skip
+
+
+class DrawingProcess(Process):
+    """A worker whose warm-up spans also hold an input draw per call (`draw_s`), as a large input's does on a GPU."""
+
+    def __init__(self, name: str, log: list, call_s: float, draw_s: float, claimed_ms=None):
+        super().__init__(name, log, call_s)
+        self.draw_s, self.claimed_ms = draw_s, claimed_ms
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        reply = super().__call__(command, event)
+        if command["cmd"] == "warm":
+            reply.span += command["calls"] * self.draw_s
+        if command["cmd"] == "time" and self.claimed_ms is not None and command["reps"]:
+            reply.meta["times_ms"] = [self.claimed_ms] * command["reps"]
+        return reply
+
+
+def _drawn(tmp_path, reference: Process, candidate: Process):
+    log = reference.log
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
+    options = EvalOptions(cache_dir=tmp_path)
+    return timed_side_by_side(reference, candidate, "cuda", options, memory, lambda: layout, log), log
+
+
+def test_the_rehearsals_events_size_the_repetitions_where_the_warm_up_reads_high(tmp_path, cuda_lock):
+    """A 2.5 ms call whose warm-up spans also hold 2.5 ms of input draws each: the warm-up alone plans 20 repetitions,
+    the rehearsal's event times the 40 that 100 ms of calls give, in four blocks of ten."""
+    log = []
+    sides = (DrawingProcess("reference", log, 2.5e-3, 2.5e-3), DrawingProcess("candidate", log, 2.5e-3, 2.5e-3))
+    (reference, candidate), log = _drawn(tmp_path, *sides)
+    assert reference.reps == candidate.reps == 40
+    assert [c["reps"] for c in _blocks(log, "candidate")] == [10] * 4
+
+
+def test_a_candidate_claiming_slow_calls_gets_fewer_repetitions_not_fewer_blocks(tmp_path, cuda_lock):
+    """Its rehearsal and its warm-up read 50 ms a call: its own count falls to the least, while the blocks (and the
+    outputs checked) stay the reference's sixteen."""
+    log = []
+    reference = Process("reference", log)
+    candidate = DrawingProcess("candidate", log, CALL_S, 50e-3, claimed_ms=50.0)
+    (reference, candidate), log = _drawn(tmp_path, reference, candidate)
+    assert len(reference.blocks) == len(candidate.blocks) == TIMING_BLOCKS
+    assert candidate.reps == EvalOptions().min_reps
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert len(checks) == TIMING_BLOCKS and sum(map(len, (c["reps"] for c in checks))) == EvalOptions().min_reps
+
+
+@pytest.mark.parametrize("times", [None, [], ["1.0"], [0.0, 1.0], [float("nan")], [float("inf")], [-1.0], "fast"])
+def test_a_rehearsal_without_times_leaves_the_warm_ups_plan(times):
+    assert timing_plan.rehearsed_reps({"times_ms": times}, 37, "cuda", EvalOptions()) == 37
+
+
+def test_a_long_call_gets_at_least_four_blocks():
+    """Twenty repetitions of a 10 ms call: four blocks of five, where ten a block would leave two."""
+    assert timing_plan.block_count(20, 20, "cuda", 64) == timing_plan.MIN_BLOCKS == 4
+    assert split(20, 4) == [(0, 5), (5, 5), (10, 5), (15, 5)]
+    assert timing_plan.block_count(45, 45, "cuda", 64) == 4 and timing_plan.block_count(90, 90, "cuda", 64) == 9
 
 
 def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
@@ -335,12 +397,20 @@ def test_split_covers_the_repetitions_in_nearly_equal_runs():
     assert sum(n for _, n in split(499, 8)) == 499
 
 
-def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
-    """A 5 ms call gets the 20 repetitions of the floor: two blocks of ten a side, still taken in turns."""
+def test_slow_calls_come_in_fewer_blocks_of_at_least_five(tmp_path, cuda_lock):
+    """A 5 ms call gets the 20 repetitions of the floor: four blocks of five a side, still taken in turns."""
+    log = []
+    (reference, candidate), log = _drawn(tmp_path, Process("reference", log, 5e-3), Process("candidate", log, 5e-3))
+    assert reference.reps == candidate.reps == 20
+    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 5), (5, 5), (10, 5), (15, 5)]
+    assert [name for name, _ in _timed_blocks(log)] == ["reference", "candidate", "candidate", "reference"] * 2
+
+
+def test_a_slow_candidate_is_spread_over_the_references_blocks(tmp_path, cuda_lock):
+    """A 5 ms candidate beside a 0.1 ms reference: the reference's sixteen blocks, the candidate's 20 over them."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, candidate_s=5e-3)
-    assert candidate.reps == 20 and reference.reps == 2 * 32  # the reference cut to what two blocks hold
-    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 10), (10, 10)]
-    assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
+    assert candidate.reps == 20 and reference.reps == 500 and len(candidate.blocks) == TIMING_BLOCKS
+    assert [c["reps"] for c in _blocks(log, "candidate")] == [n for _, n in split(20, TIMING_BLOCKS)]
 
 
 def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call_ms: float = 0.018, issue_ms=None):
@@ -410,16 +480,17 @@ def test_every_timing_holds_the_host_alone_and_past_the_wait_goes_on_without_it(
 
 
 def test_the_band_reports_the_share_two_processes_may_differ_by_and_holds_it():
-    """The floor is 1 % plus a twentieth of the reference's issue time over its call: 0.01 ms over 0.018 ms here."""
+    """The floor is 1 % plus a twentieth of the reference's issue time over its call, at most LAUNCH_CAP: 0.002 ms
+    over 0.018 ms here."""
     result = EvalResult(status="correct", device="cuda")
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    facts = {"times_ms": [0.018] * 100, "issue_ms": [0.01] * 100}
+    facts = {"times_ms": [0.018] * 100, "issue_ms": [0.002] * 100}
     blocks = [Block(0, 50, 0, 0.05), Block(50, 50, 1, 0.05)]
     sides = [ShapeTiming(100, dict(facts), Span(0.1, 100), blocks) for _ in range(2)]
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
     assert verdicts.apply_shape_timing(result, 0, *sides, meta, EvalOptions())
     shape = result.shapes[0]
-    assert shape.process_floor == pytest.approx(0.01 + 0.05 * 0.01 / 0.018)
+    assert shape.process_floor == pytest.approx(0.01 + 0.05 * 0.002 / 0.018)
     low, high = shape.speedup_band
     assert low <= 1 / (1 + shape.process_floor) and high >= 1 + shape.process_floor
     within_low, within_high = shape.band_within  # the blocks' own band, kept to weigh another floor against
