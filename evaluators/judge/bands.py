@@ -103,14 +103,17 @@ def shape_band(reference: list[list[float]], candidate: list[list[float]], speed
 # launch's cost on the device is fixed per process and spread 1.88-2.16 us between fresh processes on an H100, and a
 # launch takes at least about 3 us to issue on the host: at those extremes, a tenth of the issue time. On the H200 the
 # 28 shapes whose issue time was over a tenth of the call read within 1.23 % of 1.0, which a twentieth covers. Fitted
-# on one run (another, at d9b0dbd, left 97 % of level 1 and 96 % of level 2 within 2 %); not yet tried on an H100.
-PROCESS_BASE, LAUNCH_SHARE = 0.01, 0.05
+# on one run (another, at d9b0dbd, left 97 % of level 1 and 96 % of level 2 within 2 %).
+# The launches' part stops growing at LAUNCH_CAP, where the share reaches a fifth: above it, in four runs of levels 1 and 2
+# on H100s and two on an H200, no shape whose own blocks were steady read more than 0.64 % from 1.0 (about 25 readings,
+# shares 0.2-1.1), where a twentieth of the share would have held 2.5-7.5 % (docs/BENCHMARKS_HISTORY.md).
+PROCESS_BASE, LAUNCH_SHARE, LAUNCH_CAP = 0.01, 0.05, 0.01
 
 
 def process_floor(issue_ms: float | None, call_ms: float) -> float:
     """The share two processes may differ by on one call: PROCESS_BASE, plus the launches' part where known."""
     launches = LAUNCH_SHARE * issue_ms / call_ms if issue_ms and call_ms > 0 else 0.0
-    return PROCESS_BASE + launches
+    return PROCESS_BASE + min(launches, LAUNCH_CAP)
 
 
 def with_process_floor(draws: list[float], speedup: float, floor: float) -> tuple[tuple[float, float], list[float]]:

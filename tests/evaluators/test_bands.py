@@ -74,8 +74,10 @@ def test_a_band_is_never_narrower_than_what_two_processes_differ_by():
     assert floor == pytest.approx(bands.PROCESS_BASE + 0.0005)
     (low, high), floored = bands.with_process_floor(draws, 0.995, floor)
     assert not bands.significant(low, high) and low <= 0.995 / (1 + floor) and high >= 0.995 * (1 + floor)
-    # A short call of many launches gets the launches' part: 20 us to issue a 25 us call.
-    assert bands.process_floor(issue_ms=0.02, call_ms=0.025) == pytest.approx(bands.PROCESS_BASE + 0.04)
+    # A call of many launches gets the launches' part: 2 us to issue a 25 us call; no more than its cap from 5 us on.
+    assert bands.process_floor(issue_ms=0.002, call_ms=0.025) == pytest.approx(bands.PROCESS_BASE + 0.004)
+    assert bands.process_floor(issue_ms=0.02, call_ms=0.025) == pytest.approx(bands.PROCESS_BASE + bands.LAUNCH_CAP)
+    assert bands.process_floor(issue_ms=0.005, call_ms=0.025) == pytest.approx(bands.PROCESS_BASE + bands.LAUNCH_CAP)
     # Every shape's draws move together (the same two processes), so the geometric mean keeps the floor whole.
     (_, second) = bands.with_process_floor(draws, 0.995, floor)[1], bands.with_process_floor(draws, 0.995, floor)[1]
     low, high = bands.geomean_band([floored, second])
