@@ -18,8 +18,16 @@ reaches from no change is how far two processes of this problem read apart here,
 widened by that much on each side (`process_spread`): each band by its own problem's spread, and none where the
 reference shows none. Weighed against the bars a change is read against (1 and 2 for fast_p, the best so far in the
 graph), a spread from an offset near 1.0 matters far from it too, so no gain escapes its control by being large. A
-control that could not be judged vouches for nothing: the bands are widened to hold no change. The graph's quarantine
-and the evaluate-only batch both decide by these functions; where the evaluation runs is theirs to choose.
+control that could not be judged vouches for nothing: the bands are widened to hold no change.
+
+A control can also miss the offset: on two H200s at 4189e8d level2/77's reference, judged as itself, ran 6.43-6.45 ms in
+the reference's process of both runs and 4.93-4.95 ms in the candidate's, and 4.92-4.93 ms in both of its control's.
+The control's two processes run the reference's code alone, so their times are readings of the reference no candidate
+touched; where the reference's own time in the candidate's runs strays from them, the bands are widened by that drift
+as well (`reference_drift`, a factor on the spread). A candidate whose runs find the reference slow, by chance or by its
+doing, gains nothing by it.
+The graph's quarantine and the evaluate-only batch both decide by these functions; where the evaluation runs is theirs
+to choose.
 """
 
 from __future__ import annotations
@@ -97,6 +105,37 @@ def process_spread(control: EvalResult | None) -> float | None:
     return max(1.0, band[1], 1 / band[0])
 
 
+def reference_drift(runs: list[EvalResult | None], control: EvalResult | None) -> float:
+    """How far the reference's time in `runs` strays from the control's readings of it (>= 1), shape by shape.
+
+    The control's readings of a shape are both its sides' medians (each the reference's code). Only runs on the
+    control's GPU model are compared: another model's times say nothing of this one's processes.
+    """
+    if control is None or control.status != "correct":
+        return 1.0
+    readings = {
+        shape.name: [t for t in (shape.baseline_ms, shape.runtime_ms) if _positive(t)] for shape in control.shapes
+    }
+    drift = 1.0
+    for run in runs:
+        if run is None or run.status != "correct" or _gpu_model(run.gpu) != _gpu_model(control.gpu):
+            continue
+        for shape in run.shapes:
+            ours = readings.get(shape.name)
+            if ours and _positive(shape.baseline_ms):
+                drift = max(drift, shape.baseline_ms / max(ours), min(ours) / shape.baseline_ms)
+    return drift
+
+
+def _positive(value) -> bool:
+    return isinstance(value, float | int) and 0 < value < math.inf
+
+
+def _gpu_model(gpu: str) -> str:
+    """The GPU's model, whichever of its cards ran: "NVIDIA H200" of "NVIDIA H200 #3"."""
+    return gpu.rsplit(" #", 1)[0]
+
+
 def _holding_no_change(band: tuple[float, float] | None) -> float:
     """The widening that brings 1.0 inside `band`, and no less than PROCESS_REACH: what an unjudged control leaves."""
     if band is None:
@@ -151,12 +190,16 @@ def standing(first: EvalResult, strict: EvalResult | None = None, control: EvalR
     The two runs count together (two_runs) where the strict one cleared the first, or, both correct and neither
     flagged in a way a strict run may clear, wherever it ran (a suite's rows set aside for good still get their change
     confirmed); the flags decide the rest. Where a control is due (control_due), its process_spread widens the
-    bands; until it has run (None), they stand as the two runs drew them, and the callers run it before they count.
+    bands, multiplied by the reference's drift from it (reference_drift); until it has run (None), they stand as the
+    two runs drew them, and the callers run it before they count.
     """
     held = _standing(first, strict)
     if control is None or strict is None or not _weighed(first, strict, held.measured, every_change=True):
         return held
     spread = process_spread(control) or _holding_no_change(held.measured.speedup_band)
+    # Multiplied, not the larger: a candidate whose process reads within the control's spread could add to it a
+    # slowdown of the reference's process no larger than that spread.
+    spread *= reference_drift([first, strict], control)
     return Standing(widened(held.measured, spread), held.set_aside, held.cleared, held.rechecked, round(spread, 4))
 
 

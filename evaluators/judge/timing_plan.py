@@ -2,12 +2,11 @@
 
 Each side is warmed up first; a first warm-up call, timed by the parent, sizes the rest of its warm-up, and the
 warm-up a first plan of its repetitions. A short rehearsal then times a few calls with the events the blocks use, and
-its median sets the side's repetitions: the warm-up's spans also hold the input draws, the pipe and a first call's
-one-time costs, and read a 2.6 ms call at 5 ms or more on an H100, so a quarter of KernelBench's level 2 got under 0.8
-of the repetitions do_bench's budget gives it (docs/BENCHMARKS_HISTORY.md). How many blocks a shape has follows from the
-reference's plan alone: a candidate that claims slow calls gets fewer repetitions, not fewer blocks or checks. The
-repetitions are then run in blocks, the reference's and the candidate's in turn, so the two
-medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
+its median sets the side's repetitions, within what the parent's clock saw of the rehearsal: the warm-up's spans also
+hold the input draws, the pipe and a first call's one-time costs, and read a 2.6 ms call at 5 ms or more on an H100, so
+a quarter of KernelBench's level 2 got under 0.8 of the repetitions do_bench's budget gives it
+(docs/BENCHMARKS_HISTORY.md). The repetitions are then run in blocks, the reference's and the candidate's in turn, so
+the two medians come from the same stretch of time: on an H100 a passing episode (a few hundred milliseconds of slower
 repetitions, of the device or of the host) moved one side's median alone by up to 21 % when each side was timed
 in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Each shape's timing is laid out on the device's
 memory as it is once the timing lock is held (worker/memory.py, timing_layout); where there is no room for both
@@ -25,7 +24,7 @@ wait for it.
 
 Each block's timing command copies every repetition's outputs and hands them over before it replies, inside the parent's
 clock, on both sides alike. From that reply until the candidate's next command its processes are stopped
-(judge/pause.py), and meanwhile the parent picks CHECKED_PER_BLOCK of the block's repetitions (all in a strict run) and
+(judge/pause.py), and meanwhile the parent picks checked_per_block of the block's repetitions (all in a strict run) and
 the reference checks their outputs element by element: nothing the candidate does after its block, in a later block or
 command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block holds
 no more repetitions than the device keeps copies of at once (the layout's `retained`); a shape needs more blocks where
@@ -41,7 +40,6 @@ flush, which come after the hold.
 
 from __future__ import annotations
 
-import math
 import secrets
 import statistics
 import time
@@ -61,12 +59,11 @@ REHEARSAL_REPS = 5
 # triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow.
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
-# A bootstrap over two or three blocks turns on one of them: at 36-38 repetitions in three blocks, a 2.7 ms GEMM's own
-# band spread 2-3 % on an H100. So a side has at least MIN_BLOCKS blocks where they can hold MIN_BLOCK_REPS each.
-MIN_BLOCKS, MIN_BLOCK_REPS = 4, 5
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # Repetitions of each block the reference compares, picked after the block: checking all of them made a warm
-# evaluation of row_softmax (seven timed shapes of up to 500 repetitions) take 14.2 s against 5.1 s on an H100.
+# evaluation of row_softmax (seven timed shapes of up to 500 repetitions) take 14.2 s against 5.1 s on an H100. A shape
+# of fewer blocks has more of each checked, CHECKED_PER_BLOCK * TIMING_BLOCKS at least (or all): a candidate that
+# reads slow in its warm-up or rehearsal, to be given two blocks, gets no fewer of its outputs read.
 CHECKED_PER_BLOCK = 2
 # Before the reference's next timing command after one of the candidate's, the parent waits LINGER_PER_LAG times what
 # the candidate's stop waited for a thread still in a system call (judge/pause.py), and no less than MIN_GUARD_S.
@@ -136,25 +133,20 @@ def honest_reps(device: str, options: EvalOptions) -> Callable[[float], int]:
     return lambda estimate_ms: repetitions(estimate_ms, device, options)
 
 
-def nominal_blocks(reps: int) -> int:
-    """Up to TIMING_BLOCKS of at least BLOCK_REPS, and no fewer than MIN_BLOCKS of MIN_BLOCK_REPS where `reps` allow."""
-    return min(TIMING_BLOCKS, max(reps // BLOCK_REPS, min(MIN_BLOCKS, reps // MIN_BLOCK_REPS)))
-
-
 def block_count(reference_reps: int, candidate_reps: int, device: str, retained: int) -> int:
-    """Blocks a side: on a GPU as many as the reference's repetitions give (nominal_blocks); on the CPU one a block.
+    """Blocks a side: on a GPU up to TIMING_BLOCKS of at least BLOCK_REPS; on the CPU one repetition a block.
 
-    More where a block of the side with fewer repetitions would hold more outputs than `retained`; the other side is
-    then cut to what its blocks hold (fit_reps). The candidate's own count (from its warm-up and rehearsal) can add
-    blocks that way, never take any away: claiming slow calls buys it no cruder band and no fewer checked outputs.
+    More where a block of the side with fewer repetitions would hold more outputs than `retained`; the other side
+    is then cut to what its blocks hold (held_reps).
     """
-    blocks = nominal_blocks(reference_reps) if device_kind(device) == "cuda" else min(reference_reps, candidate_reps)
-    return max(blocks, 1, -(-min(reference_reps, candidate_reps) // max(retained, 1)))
+    fewest = min(reference_reps, candidate_reps)
+    blocks = max(1, min(TIMING_BLOCKS, fewest // BLOCK_REPS)) if device_kind(device) == "cuda" else fewest
+    return max(blocks, -(-fewest // max(retained, 1)))
 
 
-def fit_reps(timing: ShapeTiming, blocks: int, retained: int) -> None:
-    """A side's repetitions fitted to `blocks` blocks: at least one each, at most `retained` held outputs each."""
-    timing.reps = min(max(timing.reps, blocks), blocks * retained)
+def held_reps(timing: ShapeTiming, blocks: int, retained: int) -> None:
+    """A side's repetitions cut to what `blocks` blocks of at most `retained` held outputs each hold."""
+    timing.reps = min(timing.reps, blocks * retained)
 
 
 def lead_ms(rehearsal: dict | None) -> float:
@@ -166,15 +158,32 @@ def lead_ms(rehearsal: dict | None) -> float:
     return min(lead, LEAD_CAP_MS)
 
 
-def rehearsed_reps(meta: dict, planned: int, device: str, options: EvalOptions) -> int:
-    """The repetitions a rehearsal's event times give its calls; `planned` (the warm-up's) where they are not times.
+def rehearsed_reps(meta: dict, per_rep_ms: float, planned: int, device: str, options: EvalOptions) -> int:
+    """The repetitions a rehearsal's event times give; `planned` (the warm-up's) where they are not durations.
 
-    The candidate's figures set only its own count, which its timed blocks' events and the parent's clock are then
-    held to like any other (judge/wall.py).
+    A process's times are its claim, so their median is held within what the parent's clock saw: no more than the
+    rehearsal's span per repetition `per_rep_ms` (a claim of slow calls buys no fewer repetitions than the rehearsal's
+    length gives; one slept through buys the least, as a slow warm-up can, and checked_per_block then reads as many
+    outputs), and no less than a tenth of it (a claim of fast calls multiplies the timing's length by ten at most).
     """
     times = meta.get("times_ms")
-    valid = isinstance(times, list) and times and all(isinstance(t, float | int) and 0 < t < math.inf for t in times)
-    return repetitions(statistics.median(times), device, options) if valid else planned
+    if not (isinstance(times, list) and times and all(map(is_duration, times)) and per_rep_ms > 0):
+        return planned
+    return repetitions(min(max(statistics.median(times), per_rep_ms / 10), per_rep_ms), device, options)
+
+
+# The longest time per call a reply may carry (a day): beyond it the reply is malformed, so every ratio stays finite
+# (Python reads a JSON integer of any size, and arithmetic on one can overflow).
+LONGEST_MS = 86_400_000.0
+
+
+def is_duration(value) -> bool:
+    """Whether a figure a worker sent is a finite, non-negative number of at most a day (a bool or a string is not).
+
+    Compared, not converted: math.isfinite raises on an integer too large for a float (NaN and infinities fail the
+    comparison).
+    """
+    return type(value) in (int, float) and 0 <= value <= LONGEST_MS
 
 
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
@@ -237,9 +246,10 @@ class Side:
             return None
         self.lead_ms = lead
         rehearsal = self.command(0, min(self.timing.reps, REHEARSAL_REPS), secrets.randbits(30), hold=False)
-        meta = self.call(rehearsal, "timing").meta
-        self.timing.reps = rehearsed_reps(meta, self.timing.reps, self.device, self.options)
-        return meta
+        reply = self.call(rehearsal, "timing")
+        per_rep_ms = reply.span * 1e3 / max(rehearsal["reps"], 1)
+        self.timing.reps = rehearsed_reps(reply.meta, per_rep_ms, self.timing.reps, self.device, self.options)
+        return reply.meta
 
     def block(self, first: int, reps: int, nonce: int) -> None:
         """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
@@ -282,22 +292,27 @@ def _rehearse_reference(reference: Side) -> float:
     return reference.lead_ms
 
 
-def _check_block(reference_call, where, candidate: Side, layout: dict, last: bool, strict: bool) -> None:
+def checked_per_block(blocks: int) -> int:
+    """Repetitions checked in each of a shape's `blocks`: at least CHECKED_PER_BLOCK * TIMING_BLOCKS in all."""
+    return max(CHECKED_PER_BLOCK, -(-CHECKED_PER_BLOCK * TIMING_BLOCKS // max(blocks, 1)))
+
+
+def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: int, last: bool, strict: bool) -> None:
     """The reference's check of the candidate's latest block, its processes stopped; the first mismatch kept.
 
     `where(reply, count)` is where the reference opens what the candidate's reply handed over (judge/evaluate.py);
     `last`: the reference is done timing this shape. Every repetition of the block was handed over; the parent picks
-    CHECKED_PER_BLOCK of them now, at random (all of them in a strict run), so nothing the candidate did could aim at
-    the ones read: one wrong on a share f of its repetitions passes a shape of n blocks with probability about
-    (1 - f) ** (CHECKED_PER_BLOCK * n).
+    checked_per_block(blocks) of them now, at random (all of them in a strict run), so nothing the candidate did could
+    aim at the ones read: one wrong on a share f of its repetitions passes a shape with probability about
+    (1 - f) ** (CHECKED_PER_BLOCK * TIMING_BLOCKS).
     """
     timing, block = candidate.timing, candidate.timing.blocks[-1]
     # A wrong candidate is timed to the end, so both workers finish the shape as planned; its later blocks go
     # unchecked, but their check command still comes: the reference lets go of what the block shared on the device
     # (device_handoff.share_outputs), and at the last one gives its memory back.
     offsets = [] if timing.mismatch is not None else list(range(block.reps))
-    if not strict and len(offsets) > CHECKED_PER_BLOCK:
-        offsets = sorted(_RANDOM.sample(offsets, CHECKED_PER_BLOCK))
+    if not strict and len(offsets) > checked_per_block(blocks):
+        offsets = sorted(_RANDOM.sample(offsets, checked_per_block(blocks)))
     handed = where(candidate.last_reply, block.reps)
     unread = [k for k in range(block.reps) if k not in offsets]
     digests = candidate.last_reply.get("digests")
@@ -392,7 +407,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             candidate.rehearse(_rehearse_reference(reference))
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device, retained)
             for side in (reference, candidate):
-                fit_reps(side.timing, blocks, retained)
+                held_reps(side.timing, blocks, retained)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -400,7 +415,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 turns = [(reference, ours), (candidate, theirs)]
                 for side, run in turns if b % 2 == 0 else turns[::-1]:
                     side.block(*run, nonce=nonce)
-                _check_block(reference_call, where, candidate, layout, b == blocks - 1, options.strict)
+                _check_block(reference_call, where, candidate, layout, blocks, b == blocks - 1, options.strict)
             reference_timing = reference.finish(reference=True)
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
@@ -410,20 +425,20 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             nonces: dict[int, int] = {}
             reference.warm_up()
             lead = _rehearse_reference(reference)
-            blocks = block_count(reference.timing.reps, reference.timing.reps, device, retained)
-            fit_reps(reference.timing, blocks, retained)
-            for b, run in enumerate(split(reference.timing.reps, blocks)):
+            runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
+                                                            retained))  # fmt: skip
+            for b, run in enumerate(runs):
                 reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
             candidate.warm_up()
             candidate.rehearse(lead)
-            fit_reps(candidate.timing, blocks, retained)
-            runs = split(candidate.timing.reps, blocks)
+            runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
+                                                            retained))  # fmt: skip
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its
                 # clearing slowed the candidate's next one.
-                _check_block(reference_call, where, candidate, layout, b == len(runs) - 1, options.strict)
+                _check_block(reference_call, where, candidate, layout, len(runs), b == len(runs) - 1, options.strict)
         candidate_timing = candidate.finish(reference=False)
         candidate_timing.lock_wait_s, candidate_timing.host_held = waited, had_host
         candidate_timing.drained_ms, candidate_timing.busy_ms = sum(drained), sum(busy)

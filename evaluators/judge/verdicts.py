@@ -10,6 +10,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult, WallCheck
 from evaluators.judge.roofline import device_peaks, roofline_report
+from evaluators.judge.timing_plan import is_duration
 from evaluators.judge.toolchain import device_kind
 from kernels.problem_types import Shape
 
@@ -216,8 +217,6 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
 # No call is reported faster than this (CUDA events resolve about half a microsecond): a forged or empty time of 0
 # still gives a finite speedup, and the roofline a finite rate.
 RESOLUTION_MS = 1e-3
-# The longest time per call a reply may carry (a day): beyond it the reply is malformed, so every ratio stays finite.
-LONGEST_MS = 86_400_000.0
 
 
 def floor_ms(clock: wall.Verdict) -> float:
@@ -250,11 +249,6 @@ def issue_median(issued, reps: int) -> float | None:
     if not (isinstance(issued, list) and len(issued) == reps and reps and all(map(is_duration, issued))):
         return None
     return statistics.median(issued)
-
-
-def is_duration(value) -> bool:
-    """Whether a figure a worker sent is a finite, non-negative number of at most a day (a bool or a string is not)."""
-    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= LONGEST_MS
 
 
 def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:

@@ -180,7 +180,8 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
         if strict:
             assert check["reps"] == every
         else:
-            assert len(check["reps"]) == timing_plan.CHECKED_PER_BLOCK and set(check["reps"]) <= set(every)
+            assert len(check["reps"]) == timing_plan.checked_per_block(len(candidate.blocks))
+            assert set(check["reps"]) <= set(every)
     assert [c["fds"] for c in checks] == [[100 + r for r in c["reps"]] for c in checks]
     for check, block in zip(checks, candidate.blocks, strict=True):  # the others' counts go (device_handoff)
         assert sorted(check["fds"] + check["unread_fds"]) == [
@@ -256,72 +257,10 @@ def test_outputs_the_device_keeps_few_of_come_in_more_blocks(tmp_path, cuda_lock
 
 
 def test_a_side_far_faster_than_the_other_is_cut_to_what_its_blocks_can_hold(tmp_path, cuda_lock):
-    """Two copies at once and a 5 ms candidate's 20 repetitions: the fast reference's sixteen blocks, it cut to two a
-    block, the candidate's 20 spread over them."""
+    """Two copies at once and a 5 ms candidate's 20 repetitions: ten blocks, the fast reference cut to two a block."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, retained=2, candidate_s=5e-3)
-    assert len(candidate.blocks) == len(reference.blocks) == TIMING_BLOCKS
-    assert (reference.reps, candidate.reps) == (2 * TIMING_BLOCKS, 20)
-    assert {c["reps"] for c in _blocks(log, "reference")} == {2} and {c["reps"] for c in _blocks(log, "candidate")} == {
-        1, 2}  # fmt: skip
-
-
-class DrawingProcess(Process):
-    """A worker whose warm-up spans also hold an input draw per call (`draw_s`), as a large input's does on a GPU."""
-
-    def __init__(self, name: str, log: list, call_s: float, draw_s: float, claimed_ms=None):
-        super().__init__(name, log, call_s)
-        self.draw_s, self.claimed_ms = draw_s, claimed_ms
-
-    def __call__(self, command: dict, event: str) -> Reply:
-        reply = super().__call__(command, event)
-        if command["cmd"] == "warm":
-            reply.span += command["calls"] * self.draw_s
-        if command["cmd"] == "time" and self.claimed_ms is not None and command["reps"]:
-            reply.meta["times_ms"] = [self.claimed_ms] * command["reps"]
-        return reply
-
-
-def _drawn(tmp_path, reference: Process, candidate: Process):
-    log = reference.log
-    layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
-    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
-    options = EvalOptions(cache_dir=tmp_path)
-    return timed_side_by_side(reference, candidate, "cuda", options, memory, lambda: layout, log), log
-
-
-def test_the_rehearsals_events_size_the_repetitions_where_the_warm_up_reads_high(tmp_path, cuda_lock):
-    """A 2.5 ms call whose warm-up spans also hold 2.5 ms of input draws each: the warm-up alone plans 20 repetitions,
-    the rehearsal's event times the 40 that 100 ms of calls give, in four blocks of ten."""
-    log = []
-    sides = (DrawingProcess("reference", log, 2.5e-3, 2.5e-3), DrawingProcess("candidate", log, 2.5e-3, 2.5e-3))
-    (reference, candidate), log = _drawn(tmp_path, *sides)
-    assert reference.reps == candidate.reps == 40
-    assert [c["reps"] for c in _blocks(log, "candidate")] == [10] * 4
-
-
-def test_a_candidate_claiming_slow_calls_gets_fewer_repetitions_not_fewer_blocks(tmp_path, cuda_lock):
-    """Its rehearsal and its warm-up read 50 ms a call: its own count falls to the least, while the blocks (and the
-    outputs checked) stay the reference's sixteen."""
-    log = []
-    reference = Process("reference", log)
-    candidate = DrawingProcess("candidate", log, CALL_S, 50e-3, claimed_ms=50.0)
-    (reference, candidate), log = _drawn(tmp_path, reference, candidate)
-    assert len(reference.blocks) == len(candidate.blocks) == TIMING_BLOCKS
-    assert candidate.reps == EvalOptions().min_reps
-    checks = [c for _, c in log if c["cmd"] == "check_reps"]
-    assert len(checks) == TIMING_BLOCKS and sum(map(len, (c["reps"] for c in checks))) == EvalOptions().min_reps
-
-
-@pytest.mark.parametrize("times", [None, [], ["1.0"], [0.0, 1.0], [float("nan")], [float("inf")], [-1.0], "fast"])
-def test_a_rehearsal_without_times_leaves_the_warm_ups_plan(times):
-    assert timing_plan.rehearsed_reps({"times_ms": times}, 37, "cuda", EvalOptions()) == 37
-
-
-def test_a_long_call_gets_at_least_four_blocks():
-    """Twenty repetitions of a 10 ms call: four blocks of five, where ten a block would leave two."""
-    assert timing_plan.block_count(20, 20, "cuda", 64) == timing_plan.MIN_BLOCKS == 4
-    assert split(20, 4) == [(0, 5), (5, 5), (10, 5), (15, 5)]
-    assert timing_plan.block_count(45, 45, "cuda", 64) == 4 and timing_plan.block_count(90, 90, "cuda", 64) == 9
+    assert candidate.reps == reference.reps == 20 and len(candidate.blocks) == len(reference.blocks) == 10
+    assert {c["reps"] for side in ("reference", "candidate") for c in _blocks(log, side)} == {2}
 
 
 def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_back(tmp_path, cuda_lock):
@@ -397,20 +336,12 @@ def test_split_covers_the_repetitions_in_nearly_equal_runs():
     assert sum(n for _, n in split(499, 8)) == 499
 
 
-def test_slow_calls_come_in_fewer_blocks_of_at_least_five(tmp_path, cuda_lock):
-    """A 5 ms call gets the 20 repetitions of the floor: four blocks of five a side, still taken in turns."""
-    log = []
-    (reference, candidate), log = _drawn(tmp_path, Process("reference", log, 5e-3), Process("candidate", log, 5e-3))
-    assert reference.reps == candidate.reps == 20
-    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 5), (5, 5), (10, 5), (15, 5)]
-    assert [name for name, _ in _timed_blocks(log)] == ["reference", "candidate", "candidate", "reference"] * 2
-
-
-def test_a_slow_candidate_is_spread_over_the_references_blocks(tmp_path, cuda_lock):
-    """A 5 ms candidate beside a 0.1 ms reference: the reference's sixteen blocks, the candidate's 20 over them."""
+def test_slow_calls_come_in_fewer_blocks_of_at_least_ten(tmp_path, cuda_lock):
+    """A 5 ms call gets the 20 repetitions of the floor: two blocks of ten a side, still taken in turns."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=True, candidate_s=5e-3)
-    assert candidate.reps == 20 and reference.reps == 500 and len(candidate.blocks) == TIMING_BLOCKS
-    assert [c["reps"] for c in _blocks(log, "candidate")] == [n for _, n in split(20, TIMING_BLOCKS)]
+    assert candidate.reps == 20 and reference.reps == 2 * 32  # the reference cut to what two blocks hold
+    assert [(c["first"], c["reps"]) for c in _blocks(log, "candidate")] == [(0, 10), (10, 10)]
+    assert [c["reps"] for c in _blocks(log, "reference")] == [reference.reps // 2, reference.reps - reference.reps // 2]
 
 
 def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call_ms: float = 0.018, issue_ms=None):
@@ -535,3 +466,91 @@ def test_each_timed_shape_keeps_the_parents_clock_beside_what_the_candidate_clai
     assert shape.wall.claimed_ms == pytest.approx(0.018) and shape.wall.slack_ms > 0
     assert shape.wall.parent_ms == pytest.approx(0.018, rel=0.01)  # the reference's calibration, both sides alike
     assert shape.wall.issue_ms == shape.wall.reference_issue_ms == pytest.approx(0.004)
+
+
+class DrawingProcess(Process):
+    """A worker whose warm-up spans also hold an input draw per call (`draw_s`), as a large input's does on a GPU;
+    its rehearsal's timer claims `claimed_ms` a call where given."""
+
+    def __init__(self, name: str, log: list, call_s: float, draw_s: float = 0.0, claimed_ms=None):
+        super().__init__(name, log, call_s)
+        self.draw_s, self.claimed_ms = draw_s, claimed_ms
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        reply = super().__call__(command, event)
+        if command["cmd"] == "warm":
+            reply.span += command["calls"] * self.draw_s
+        if command["cmd"] == "time" and not command["hold"] and command["reps"] and self.claimed_ms is not None:
+            reply.meta["times_ms"] = [self.claimed_ms] * command["reps"]
+        return reply
+
+
+def _rehearsed(tmp_path, reference: Process, candidate: Process):
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
+    memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
+    options = EvalOptions(cache_dir=tmp_path)
+    return timed_side_by_side(reference, candidate, "cuda", options, memory, lambda: layout, reference.log)
+
+
+def test_the_rehearsals_events_size_the_repetitions_where_the_warm_up_reads_high(tmp_path, cuda_lock):
+    """A 2.5 ms call whose warm-up spans also hold 2.5 ms of input draws each: the warm-up alone plans 20 repetitions,
+    the rehearsal's event times the 40 that 100 ms of calls give."""
+    log = []
+    reference, candidate = (
+        DrawingProcess("reference", log, 2.5e-3, 2.5e-3),
+        DrawingProcess("candidate", log, 2.5e-3, 2.5e-3),
+    )
+    timings = _rehearsed(tmp_path, reference, candidate)
+    assert [timing.reps for timing in timings] == [40, 40]
+
+
+def test_a_rehearsal_claiming_slow_calls_is_held_to_the_parents_clock(tmp_path, cuda_lock):
+    """A 0.1 ms call whose rehearsal claims 50 ms: held to the rehearsal's 0.5 ms a repetition on the parent's clock,
+    it gets 200 repetitions and all sixteen blocks, not the 20 and two blocks its claim would buy."""
+    log = []
+    _, candidate = _rehearsed(
+        tmp_path, Process("reference", log), DrawingProcess("candidate", log, CALL_S, claimed_ms=50.0)
+    )
+    assert candidate.reps == 200 and len(candidate.blocks) == TIMING_BLOCKS
+
+
+def test_a_rehearsal_claiming_fast_calls_multiplies_the_timing_by_ten_at_most(tmp_path, cuda_lock):
+    """A 20 ms call whose rehearsal claims a nanosecond: 49 repetitions (a tenth of 20.4 ms), not the most, 500."""
+    log = []
+    reference = DrawingProcess("reference", log, 20e-3)
+    _, candidate = _rehearsed(tmp_path, reference, DrawingProcess("candidate", log, 20e-3, claimed_ms=1e-6))
+    assert candidate.reps == 49
+
+
+@pytest.mark.parametrize(
+    "times", [None, [], ["1.0"], [True], [10**400], [float("nan")], [float("inf")], [-1.0], [1e12], "fast"]
+)
+def test_a_rehearsal_without_durations_leaves_the_warm_ups_plan(times):
+    assert timing_plan.rehearsed_reps({"times_ms": times}, 1.0, 37, "cuda", EvalOptions()) == 37
+    assert timing_plan.rehearsed_reps({"times_ms": [1.0]}, float("nan"), 37, "cuda", EvalOptions()) == 37
+
+
+class SlowRehearsal(DrawingProcess):
+    """A worker whose rehearsal sleeps `sleep_s` a repetition, inside the parent's clock, and claims as much."""
+
+    def __init__(self, *args, sleep_s: float, **kwargs):
+        super().__init__(*args, claimed_ms=sleep_s * 1e3, **kwargs)
+        self.sleep_s = sleep_s
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        reply = super().__call__(command, event)
+        if command["cmd"] == "time" and not command["hold"]:
+            reply.span += command["reps"] * self.sleep_s
+        return reply
+
+
+def test_a_candidate_given_few_blocks_has_no_fewer_outputs_checked(tmp_path, cuda_lock):
+    """A rehearsal slept through at 50 ms a call buys the least repetitions, 20 in two blocks; the reference then
+    reads every one of them, as many as sixteen blocks' two each would have had read."""
+    log = []
+    candidate = SlowRehearsal("candidate", log, CALL_S, sleep_s=50e-3)
+    _, candidate = _rehearsed(tmp_path, Process("reference", log), candidate)
+    assert candidate.reps == 20 and len(candidate.blocks) == 2
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert [len(c["reps"]) for c in checks] == [10, 10]
+    assert timing_plan.checked_per_block(2) == 16 and timing_plan.checked_per_block(64) == timing_plan.CHECKED_PER_BLOCK

@@ -12,6 +12,7 @@ from evaluators.judge.strict import (
     control_due,
     process_spread,
     recheck_due,
+    reference_drift,
     standing,
     strict_options,
 )
@@ -289,3 +290,58 @@ def test_a_control_where_none_was_due_changes_nothing():
     control = result(1.3, strict=True, band=(1.2, 1.4))
     assert standing(first, again, control) == standing(first, again)
     assert standing(first, again).spread is None
+
+
+def _timed(run: EvalResult, gpu: str, reference_ms: float, candidate_ms: float) -> EvalResult:
+    """`run` with one timed shape: the reference's median and the candidate's, on `gpu`."""
+    run.gpu = gpu
+    shape = {"name": "s", "kind": "benchmark", "status": "correct", "speedup": run.speedup}
+    times = {"speedup_band": run.speedup_band, "baseline_ms": reference_ms, "runtime_ms": candidate_ms}
+    run.shapes = [ShapeResult(**shape, **times)]
+    return run
+
+
+def test_a_reference_the_candidates_runs_found_slow_is_weighed_by_how_slow():
+    """level2/77 on two H200s at 4189e8d: both runs' reference processes ran 6.43-6.45 ms, the control's 4.92-4.93."""
+    first = _timed(result(1.299, "no_custom_kernel", band=(1.28, 1.317)), "NVIDIA H200 #0", 6.426, 4.945)
+    again = _timed(result(1.307, "no_custom_kernel", strict=True, band=(1.29, 1.327)), "NVIDIA H200 #1", 6.45, 4.934)
+    control = result(0.998, "no_custom_kernel", strict=True, band=(0.983, 1.013))
+    control = _timed(control, "NVIDIA H200 #0", 4.918, 4.927)
+    assert process_spread(control) == pytest.approx(1 / 0.983)  # the control's own band sees nothing of it
+    assert reference_drift([first, again], control) == pytest.approx(6.45 / 4.927)
+    held = standing(first, again, control)
+    assert held.spread == pytest.approx(6.45 / 4.927 / 0.983, abs=1e-4) and held.measured.significant is False
+    (shape,) = held.measured.shapes
+    assert shape.speedup_band[0] < 1.0 < shape.speedup_band[1]
+
+
+def test_a_gain_whose_reference_ran_as_in_the_control_stays_a_gain():
+    first = _timed(result(1.3, band=(1.25, 1.35)), "NVIDIA H100 #0", 5.0, 3.85)
+    again = _timed(result(1.28, strict=True, band=(1.24, 1.32)), "NVIDIA H100 #1", 5.02, 3.92)
+    control = _timed(result(1.0, "no_custom_kernel", strict=True, band=(0.99, 1.01)), "NVIDIA H100 #0", 5.01, 5.0)
+    held = standing(first, again, control)
+    assert held.spread == pytest.approx(5.02 / 5.01 / 0.99, abs=1e-4) and held.measured.significant
+
+
+def test_a_reference_slowed_within_the_controls_spread_adds_to_it():
+    """A process 3 % fast, within a control's 4 % spread, beside a reference slowed 4 %: 1.071x, no gain."""
+    first = _timed(result(1.071, band=(1.05, 1.09)), "NVIDIA H100 #0", 5.2, 4.856)
+    again = _timed(result(1.071, strict=True, band=(1.05, 1.09)), "NVIDIA H100 #1", 5.2, 4.856)
+    control = _timed(result(1.0, "no_custom_kernel", strict=True, band=(1 / 1.04, 1.04)), "NVIDIA H100 #0", 5.0, 5.0)
+    held = standing(first, again, control)
+    assert held.spread == pytest.approx(1.04 * 1.04, abs=1e-4) and held.measured.significant is False
+
+
+@pytest.mark.parametrize(
+    ("control_gpu", "control_ms"),
+    [
+        ("NVIDIA H200 #0", (5.0, 5.0)),  # another model's times say nothing of this one's processes
+        ("NVIDIA H100 #0", (float("nan"), 0.0)),  # no reading of the reference
+        ("NVIDIA H100 #0", (-1.0, float("inf"))),
+    ],
+)
+def test_the_reference_is_compared_only_with_readings_of_it_on_its_own_gpu_model(control_gpu, control_ms):
+    first = _timed(result(1.3, band=(1.25, 1.35)), "NVIDIA H100 #0", 6.5, 5.0)
+    control = _timed(result(1.0, strict=True, band=(0.99, 1.01)), control_gpu, *control_ms)
+    assert reference_drift([first], control) == 1.0
+    assert reference_drift([first], result(None, status="runtime_error", strict=True)) == 1.0

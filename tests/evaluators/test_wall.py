@@ -8,7 +8,7 @@ from evaluators import EvalOptions
 from evaluators.judge import verdicts
 from evaluators.judge.evaluate import _malformed_timing
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import Block, ShapeTiming, honest_reps
+from evaluators.judge.timing_plan import LONGEST_MS, Block, ShapeTiming, honest_reps
 from evaluators.judge.wall import Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
 
 BLOCKS, BLOCK_REPS = 10, 10
@@ -134,7 +134,7 @@ def test_a_time_that_is_not_a_duration_is_a_malformed_reply(bad):
 
 
 def test_the_largest_duration_a_reply_may_carry_still_gives_a_finite_verdict():
-    result = judged(timing([verdicts.LONGEST_MS] * REPS, 1.0))
+    result = judged(timing([LONGEST_MS] * REPS, 1.0))
     verdicts.summarize(result, EvalOptions())
     assert result.status == "correct" and 0 < result.speedup < 1e-6
 
@@ -166,3 +166,8 @@ def test_a_short_calls_share_is_still_a_tenth_and_the_cpus_calls_keep_it():
     assert slack_ms(1.0, 0.0, 10**9, "cuda") == pytest.approx(0.10)
     assert slack_ms(20.0, 0.0, 10**9, "cuda") == pytest.approx(0.03 * 20 + 0.15)
     assert slack_ms(20.0, 0.0, 10**9, "cpu") == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("figure", [10**400, True, float("nan"), float("inf"), -1.0, "1.0", LONGEST_MS * 2])
+def test_a_figure_no_duration_is_refused_without_an_error(figure):
+    assert verdicts.is_duration(figure) is False

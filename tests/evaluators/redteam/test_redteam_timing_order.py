@@ -15,9 +15,8 @@ what the parent compares it with:
   span, but only in 7 of its 16 blocks: the parent's figure is the median over blocks, so it never sees that cost; 15 of
   the reference's 16 blocks ran slow (1.13x, no flag). Given back from a thread just after the reply, the host time is
   not in the span at all; made before every reply, so that no read is ever quiet, it is in every block's span.
-- `few_reps_forge` (answered: the jitter is spread over the repetitions a call of the parent's figure is given; and
-  since, blocks follow the reference's count alone): the candidate's warm-up span alone set its repetitions
-  (timing_plan.repetitions; today its rehearsal's claimed times do, and set nothing else). A warm-up that sleeps 50 ms a call gets
+- `few_reps_forge` (answered: the jitter is spread over the repetitions a call of the parent's figure is given): the
+  candidate's warm-up span alone sets its repetitions (timing_plan.repetitions). A warm-up that sleeps 50 ms a call gets
   it min_reps = 20 repetitions, 2 blocks, and JITTER_MS / reps = 0.05 ms a call of allowance instead of 0.002 ms at 500;
   with HARNESS_SLACK's 15 % of the harness's work (the 512 MB flush, the draw, the copy: a few tenths of a ms a
   repetition) a short call's timer may claim a fraction of it.
@@ -355,21 +354,40 @@ def test_a_forger_with_an_honest_warm_up_is_disputed(tmp_path, cuda_lock, device
     assert codes(result) == ["timing_disputed"]
 
 
-class ReadsSlowUntilTimed(Forger):
-    """A warm-up that sleeps 50 ms a call and a rehearsal whose timer claims 50 ms a call: the least repetitions."""
-
-    def claims(self, command, real_ms):
-        return [50.0] * len(real_ms) if block_index(command) is None else super().claims(command, real_ms)
-
-
 def test_a_slow_warm_up_does_not_widen_what_the_parents_clock_allows(tmp_path, cuda_lock, device):
     reference = Worker(device, "reference", SHORT_MS, SHORT_HARNESS_MS)
-    forger = ReadsSlowUntilTimed(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, warm_ms=50.0, share=0.2)
+    forger = Forger(device, "candidate", SHORT_MS, SHORT_HARNESS_MS, warm_ms=50.0, share=0.2)
     result = judged(tmp_path, reference, forger)
-    first = device.log[: device.log.index(next(e for e in device.log if e[:2] == ("candidate", "probe")))]
-    blocks = [entry for entry in first if entry[0] == "candidate" and entry[1] == "time" and entry[3]][1:]
-    # It is given min_reps repetitions, but in the reference's sixteen blocks, not the two its count once chose.
-    assert sum(entry[3] for entry in blocks) == 20 and len(blocks) == timing_plan.TIMING_BLOCKS
+    # Its warm-up no longer sets its count: its rehearsal does, held to the parent's clock (0.9 ms a repetition).
+    assert len(forger_blocks(device)) >= timing_plan.TIMING_BLOCKS
+    assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
+
+
+def forger_blocks(device: Device) -> list:
+    return [entry for entry in device.log if entry[0] == "candidate" and entry[1] == "time" and entry[2] is not None
+            and entry[3] and entry[3] > 5]  # fmt: skip
+
+
+class AnswersFaster(Forger):
+    """Answers each timing command `saved_s` sooner than the reference's process does (the integrity check every
+    command ends with, made a no-op in its own process), its timer claiming `share` of its calls."""
+
+    def __init__(self, *args, saved_s: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.saved_s = saved_s
+
+    def after(self, command):
+        return -self.saved_s if command["cmd"] == "time" and command["hold"] and command["reps"] else 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="open: judge/wall.py takes the reference's fixed cost per command off each of "
+                   "the candidate's blocks, so a process that answers commands faster than the reference's is credited "
+                   "the difference over its repetitions a block, and its timer may claim that much less (red team of "
+                   "2026-11-28; saved 2 ms a command: 2.5x unflagged on this 0.2 ms call)")  # fmt: skip
+def test_a_candidate_answering_commands_faster_is_not_credited_the_difference(tmp_path, cuda_lock, device):
+    reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
+    forger = AnswersFaster(device, "candidate", CALL_MS, HARNESS_MS, saved_s=2e-3, share=0.4)
+    result = judged(tmp_path, reference, forger)
     assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
 
 
