@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents.schemas import Anchor
+from kernels import python_source
 
 MARKER = re.compile(r"^\s*# (>>>|<<<) anchor \d+.*$")
 SLACK = 3
@@ -95,7 +96,7 @@ class EditCheck:
 def docstring_lines(source: str) -> set[int]:
     """0-based indices of the lines holding module, class and function docstrings (none if it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = python_source.parse(source)
     except SyntaxError:
         return set()
     lines: set[int] = set()

@@ -11,7 +11,6 @@ The answer is the JSON object with the expected keys, or a complete candidate so
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from agents.errors import CutOff, MalformedAnswer
+from kernels import python_source
 
 # An opening fence with an optional language tag; the closing fence may be missing when a reply is cut off.
 FENCE = re.compile(r"^```[ \t]*([\w+#-]*)[ \t]*\n(.*?)(^```[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
@@ -101,7 +101,7 @@ def answer_object(text: str, keys: tuple[str, ...], validate: Callable[[dict], A
 
 def _parses(source: str) -> SyntaxError | None:
     try:
-        ast.parse(source)
+        python_source.parse(source)
     except SyntaxError as error:
         return error
     return None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from kernels import python_source
 from kernels.gpumode_static import cuda_only, read_tolerance
 from kernels.problem_types import Problem, ProblemError, Shape, shape_name
 
@@ -131,6 +132,6 @@ def _shapes(task: dict, name: str) -> tuple[Shape, ...]:
 
 def _parse(source: str, filename: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        return python_source.parse(source, filename=filename)
     except SyntaxError as exc:
         raise ProblemError(f"problem {filename} has a syntax error at line {exc.lineno}: {exc.msg}") from None

@@ -6,7 +6,6 @@ running it.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import shutil
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from kernels import python_source
 from kernels.cuda_on_cpu import cuda_on_cpu
 from kernels.gpumode import python_sources, read_task, staged_files
 from kernels.gpumode_static import cuda_only, output_buffers
@@ -63,7 +63,7 @@ class GpuModeRuntime:
         except Exception as exc:  # a broken problem is reported, not raised through
             reason = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
             raise ProblemError(f"problem {problem.name}: reference.py failed to import: {reason}") from None
-        self._outputs = output_buffers(ast.parse(problem.source))
+        self._outputs = output_buffers(python_source.parse(problem.source))
 
     def modules(self) -> list[types.ModuleType]:
         """The problem's own modules (reference, task, utils, ...): the harness calls into them between calls."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kernels import python_source
 from kernels.problem_types import Problem, ProblemError, Shape, shape_name
 
 PROBLEMS_DIR = Path(__file__).parent / "problems"
@@ -61,7 +62,7 @@ def load_problem(name_or_path: str | Path) -> Problem:
     except (OSError, UnicodeDecodeError) as exc:
         raise ProblemError(f"cannot read problem {path}: {exc}") from None
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = python_source.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise ProblemError(f"problem {path.name} has a syntax error at line {exc.lineno}: {exc.msg}") from None
     defined = _top_level_names(tree)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from kernels import python_source
+
 # Module attributes a candidate has no business replacing: comparison, clocks, synchronization.
 GUARDED_MODULES = {"torch", "time", "triton", "np", "numpy", "F", "nn", "cuda", "testing", "Event", "Tensor"}
 STREAM_OR_THREAD_CALLS = {
@@ -50,7 +52,7 @@ def check_source(source: str, entry: str = "ModelNew") -> StaticReport:
     is a valid candidate with no kernel of its own.
     """
     try:
-        tree = ast.parse(source, filename="candidate.py")
+        tree = python_source.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         return StaticReport(error=f"syntax error at line {exc.lineno}: {exc.msg}")
     definition = _definition(tree, entry)

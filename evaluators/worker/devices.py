@@ -15,6 +15,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels import python_source
+
 
 @dataclass(frozen=True)
 class TorchBuild:
@@ -41,7 +43,7 @@ def torch_build() -> TorchBuild:
     if spec is None or spec.origin is None:
         raise RuntimeError("torch is not installed")
     facts = {}
-    for node in ast.parse((Path(spec.origin).parent / "version.py").read_text()).body:
+    for node in python_source.parse((Path(spec.origin).parent / "version.py").read_text()).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and isinstance(getattr(node, "value", None), ast.Constant):
             facts[target.id] = node.value.value

@@ -225,7 +225,9 @@ def test_pytorch_beside_a_launch_that_does_nothing_is_flagged_with_its_share(dev
 def test_an_honest_triton_kernel_does_nearly_all_the_work(device, cache_dir):
     result = _evaluate(PROBLEM, "good_triton", device, cache_dir)
     assert _flag(result) is None
-    assert result.own_kernel_share > 0.5  # 0.70 once on a loaded 2-core machine, where the split is noisier
+    # On the CPU the split is of the interpreter's host time, and the full suite's load moves it (0.70 and 0.37 on the
+    # 2-core machine): there it need only stand far above the flag's floor.
+    assert result.own_kernel_share > (0.5 if device == "cuda" else 10 * verdicts.OWN_SHARE_MIN)
 
 
 @pytest.mark.parametrize("device", DEVICES)
