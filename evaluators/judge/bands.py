@@ -104,9 +104,9 @@ def shape_band(reference: list[list[float]], candidate: list[list[float]], speed
 # launch takes at least about 3 us to issue on the host: at those extremes, a tenth of the issue time. On the H200 the
 # 28 shapes whose issue time was over a tenth of the call read within 1.23 % of 1.0, which a twentieth covers. Fitted
 # on one run (another, at d9b0dbd, left 97 % of level 1 and 96 % of level 2 within 2 %).
-# The launches' part stops growing at LAUNCH_CAP, where the share reaches a fifth: above it, in four runs of levels 1
-# and 2 on H100s and two on an H200, no shape whose own blocks were steady read more than 0.64 % from 1.0 (about 25
-# readings, shares 0.2-1.1), where a twentieth of the share would have held 2.5-7.5 % (docs/BENCHMARKS_HISTORY.md).
+# The launches' part stops growing at LAUNCH_CAP, where the share reaches a fifth: above it, in three runs of levels 1
+# and 2 on H100s and two on an H200, no shape whose own band was under 0.5 % a side read more than 0.42 % from 1.0 (30
+# readings, shares 0.2-1.0; bench/identity_journals.py), where a twentieth of the share held floors of 2-6 %.
 PROCESS_BASE, LAUNCH_SHARE, LAUNCH_CAP = 0.01, 0.05, 0.01
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from evaluators.judge.flags import strict_can_clear, timing_stands
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult, ShapeResult
+from evaluators.judge.timing_plan import is_duration
 from kernels.archive import two_runs
 
 STRICT_TRIALS = 5  # the loop's and the batch's evaluations run 3 correctness trials by default
@@ -114,7 +115,7 @@ def reference_drift(runs: list[EvalResult | None], control: EvalResult | None) -
     if control is None or control.status != "correct":
         return 1.0
     readings = {
-        shape.name: [t for t in (shape.baseline_ms, shape.runtime_ms) if _positive(t)] for shape in control.shapes
+        shape.name: [t for t in (shape.baseline_ms, shape.runtime_ms) if _reading(t)] for shape in control.shapes
     }
     drift = 1.0
     for run in runs:
@@ -122,13 +123,14 @@ def reference_drift(runs: list[EvalResult | None], control: EvalResult | None) -
             continue
         for shape in run.shapes:
             ours = readings.get(shape.name)
-            if ours and _positive(shape.baseline_ms):
+            if ours and _reading(shape.baseline_ms):
                 drift = max(drift, shape.baseline_ms / max(ours), min(ours) / shape.baseline_ms)
     return drift
 
 
-def _positive(value) -> bool:
-    return isinstance(value, float | int) and 0 < value < math.inf
+def _reading(value) -> bool:
+    """A time to divide by: a duration (timing_plan.is_duration, the rule for every figure a worker sends) above 0."""
+    return is_duration(value) and value > 0
 
 
 def _gpu_model(gpu: str) -> str:

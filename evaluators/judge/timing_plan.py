@@ -311,8 +311,9 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
     # unchecked, but their check command still comes: the reference lets go of what the block shared on the device
     # (device_handoff.share_outputs), and at the last one gives its memory back.
     offsets = [] if timing.mismatch is not None else list(range(block.reps))
-    if not strict and len(offsets) > checked_per_block(blocks):
-        offsets = sorted(_RANDOM.sample(offsets, checked_per_block(blocks)))
+    checked = checked_per_block(blocks)
+    if not strict and len(offsets) > checked:
+        offsets = sorted(_RANDOM.sample(offsets, checked))
     handed = where(candidate.last_reply, block.reps)
     unread = [k for k in range(block.reps) if k not in offsets]
     digests = candidate.last_reply.get("digests")
