@@ -37,6 +37,8 @@ class WallCheck(BaseModel):
     slack_ms: float = Field(description="how far below parent_ms an honest timer may claim")
     issue_ms: float | None = Field(None, description="the candidate's median host time to issue a call, as it said")
     reference_issue_ms: float | None = Field(None, description="the reference's, from its own (trusted) process")
+    command_ms: float | None = Field(None, description="the reference's timing command with no repetition, whole")
+    ping_ms: float | None = Field(None, description="the reference's answer to a command it does nothing for")
 
 
 class ShapeResult(BaseModel):

@@ -12,8 +12,9 @@ in one run (docs/BENCHMARKS_HISTORY.md, "Timing side by side"). Each shape's tim
 memory as it is once the timing lock is held (worker/memory.py, timing_layout); where there is no room for both
 sides' timing sets at once, the reference is timed first and the candidate after it.
 
-The reference is also timed with no repetition, so the parent can tell its fixed cost per command from its cost
-per repetition and calibrate its clock around the candidate's commands (judge/wall.py). Seeds are drawn here, by the
+The reference is also timed with no repetition, and pinged, so the parent can tell its fixed cost per command from its
+cost per repetition, and that cost from the pipe's, and calibrate its clock around the candidate's commands
+(judge/wall.py). Seeds are drawn here, by the
 parent, once both processes are loaded, correct and warm. Each block has a nonce of its own, drawn as the block is
 sent: a repetition's inputs follow from its block's nonce, so nothing a process is told lets it compute a later
 block's answers early (one call doing a whole block's work is inside that block's mean, which is what the parent
@@ -60,6 +61,8 @@ REHEARSAL_REPS = 5
 TIMING_BLOCKS = 16
 BLOCK_REPS = 10
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
+# The reference's command with no repetition, and its ping, are each read this many times after its last block.
+CALIBRATION_READINGS = 3
 # Repetitions of each block the reference compares, picked after the block: checking all of them made a warm
 # evaluation of row_softmax (seven timed shapes of up to 500 repetitions) take 14.2 s against 5.1 s on an H100. A shape
 # of fewer blocks has more of each checked, CHECKED_PER_BLOCK * TIMING_BLOCKS at least (or all): a candidate that
@@ -100,7 +103,8 @@ class ShapeTiming:
     blocks: list[Block] = field(default_factory=list)  # in the order sent
     side_stream_ms: float = 0.0
     compiled: dict | None = None
-    fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock
+    fixed_s: float = 0.0  # the reference's timing command with no repetition, on the parent's clock (the least read)
+    floor_s: float = 0.0  # the reference's answer to a command it does nothing for (the least read)
     lock_wait_s: float = 0.0  # how long the timing waited for the device's and the host's locks
     host_held: bool = False  # timed with no worker starting or first calling kernels on the machine's other GPUs
     layout: dict = field(default_factory=dict)  # the timing's layout (worker/memory.py, TimingLayout)
@@ -268,7 +272,10 @@ class Side:
         timing = self.timing
         timing.span = Span(sum(block.seconds for block in timing.blocks), timing.reps, len(timing.blocks))
         if reference:
-            timing.fixed_s = self.call(self.command(0, 0, secrets.randbits(30), hold=False), "timing").span
+            # The least of a few readings: the process is trusted, so only a passing delay reads high.
+            empty = [self.command(0, 0, secrets.randbits(30), hold=False) for _ in range(CALIBRATION_READINGS)]
+            timing.fixed_s = min(self.call(command, "timing").span for command in empty)
+            timing.floor_s = min(self.call({"cmd": "ping"}, "pong").span for _ in range(CALIBRATION_READINGS))
         if device_kind(self.device) == "cuda":
             probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")

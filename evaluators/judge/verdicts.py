@@ -191,6 +191,8 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         slack_ms=clock.slack_ms,
         issue_ms=issued,
         reference_issue_ms=reference_issued,
+        command_ms=reference.fixed_s * 1e3,
+        ping_ms=reference.floor_s * 1e3,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)

@@ -2,10 +2,16 @@
 
 The parent times each timing command from sending it to having its reply. The reference ran the same routine in
 its own (trusted) process, in as many commands, and once more with no repetition (the fixed cost of a command:
-the pipe, the flush buffer, the last sync), so what the harness costs per repetition (drawing inputs, flushing,
+the pipe, the last sync, the reply), so what the harness costs per repetition (drawing inputs, flushing,
 copying the outputs and handing them over) is known apart from the reference's own calls; what is left of a
 side's span is its calls. Work hidden anywhere in the candidate's process while the command runs (a patched
 timer, answers recomputed between repetitions, a stall) shows up there.
+
+What a command costs beyond the pipe is work in the candidate's own process, which it may skip: credited in full at
+the reference's cost, a candidate answering its commands faster was credited the difference over each block's few
+repetitions (a red team's simulated 0.2 ms call read 2.5x unflagged at 2 ms saved a command). So a candidate's block
+is credited the pipe in full (the reference's answer to a ping, which does nothing) and the rest of the reference's
+fixed cost only up to CREDIT_SHARE of the block's calls: skipping it gains no more than that share.
 
 The statistic a shape reports is the median, over its blocks, of each block's mean time per call, and the parent
 checks that same statistic: the median over the same blocks of its own figure per call. A mean is what the parent's
@@ -32,6 +38,8 @@ from dataclasses import dataclass
 # interpreter's timings and the parent's figure of them are noise-bound, a floor there moved honest candidates (an
 # identity candidate read a significant 0.88x), and no flag is raised there to tell a forger by.
 CALL_SLACK, CALL_SHARE, LAUNCHES_MS, HARNESS_SLACK, JITTER_MS = 0.10, 0.03, 0.15, 0.15, 1.0
+# The most of a block's calls the reference's fixed cost beyond the pipe may be credited as (see above).
+CREDIT_SHARE = 0.01
 
 
 @dataclass
@@ -70,6 +78,13 @@ def slack_ms(parent: float, harness: float, reps: int, device: str) -> float:
     return share + HARNESS_SLACK * harness + JITTER_MS / reps
 
 
+def block_ms(block, reference, harness: float) -> float:
+    """The parent's figure per call for one block of a side other than the reference itself (judge_timing)."""
+    calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
+    beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
+    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0))
+
+
 def block_times(side) -> list[list[float]]:
     """A side's own times, block by block (they are joined block after block)."""
     times, at, out = side.facts["times_ms"], 0, []
@@ -102,13 +117,18 @@ class Verdict:
 def judge_timing(side, reference, honest_reps: Callable[[float], int], device: str) -> Verdict:
     """The parent's figure for one side's timing (judge/timing_plan.ShapeTiming) against the reference's calibration.
 
-    The side may be the reference itself: both are judged by one rule. The jitter is spread over no fewer repetitions
+    The side may be the reference itself: both are judged by one rule, but the reference's own commands are credited
+    its fixed cost in full, which is what they cost it, as every side's are on the CPU (one repetition a block, and
+    no flag rests on the parent's clock there: slack_ms). The jitter is spread over no fewer repetitions
     than `honest_reps(ms)` gives a call the parent's clock puts at `ms` (judge/timing_plan.repetitions): a side's own
     count comes from its warm-up, which a candidate can slow on purpose to be given few repetitions and so a wider
     allowance for a timer that claims a share of each call.
     """
     harness = harness_ms(reference)
-    blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
+    if side is reference or device != "cuda":
+        blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
+    else:
+        blocks = [block_ms(b, reference, harness) for b in side.blocks]
     parent = statistics.median(blocks)
     claimed = reported_ms(side) + side.side_stream_ms
     reps = max(side.reps, honest_reps(parent))

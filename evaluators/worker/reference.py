@@ -229,7 +229,7 @@ def serve_reference(session: Session) -> None:
     job, runtime, device = session.job, session.runtime, session.device
     if device == "cuda":
         _drain()  # made before the plan, which counts its read buffer as this process's
-    # The same watch as the candidate's: its check, once per timing command, then costs both sides alike.
+    # The same watch as the candidate's: its checks (after each warm-up call, in each probe) cost both sides alike.
     integrity.watch(*runtime.modules(), type(runtime), session.clocks)
     models = ReferenceModels(session)
     facts = first_facts(session)
@@ -259,8 +259,13 @@ def serve_reference(session: Session) -> None:
     limit = job["max_result_mb"] << 20
     answers = TimedAnswers()
     for command in commands:
-        shape = command["shape"]
         cmd = command["cmd"]
+        if cmd == "ping":
+            # Answered at once: the least a process can take to answer a command, which the parent credits any
+            # block's command in full (judge/wall.py).
+            session.reply("pong", {})
+            continue
+        shape = command["shape"]
         if cmd == "compare":
             if command["seed"] != seeds[shape]:
                 # A later evaluation's trials: its outputs computed as they are compared, nothing kept meanwhile.

@@ -16,8 +16,8 @@ from kernels.bundle import unpack_problem
 from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
-# The commands of a shape's timing: its blocks, and the reference's drains and checks between them.
-TIMING_COMMANDS = ("time", "check_reps", "drain")
+# The commands of a shape's timing: its blocks, the reference's drains and checks between them, its pings after.
+TIMING_COMMANDS = ("time", "check_reps", "drain", "ping")
 
 
 class Session:
