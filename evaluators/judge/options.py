@@ -37,7 +37,9 @@ class EvalOptions(BaseModel):
     pin_timing: bool = Field(
         True, description="time the reference and the candidate on one CPU core next to the GPU (equal launch speed)"
     )
-    flush_mb: int = Field(512, description="cache-flush buffer; twice MI300X's 256 MB Infinity Cache")
+    flush_mb: int | None = Field(
+        None, ge=1, description="cache-flush buffer (MB); unset: twice the GPU's L2 (worker/timing.flush_size)"
+    )
     timeout_s: float = Field(
         DEFAULTS["timeout_s"], gt=0, description="limit of each stage: startup, correctness, timing"
     )

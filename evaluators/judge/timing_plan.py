@@ -57,9 +57,12 @@ REHEARSAL_REPS = 5
 # Blocks per side: each side's 100 ms budget of calls (plus the harness's work) falls into pieces of about ten
 # milliseconds, shorter than the episodes they are meant to share. A block's first calls after the other process's
 # pay for the switch: with two or three repetitions a block, a 2.7 ms conv3d's median rose 5.6 % above
-# triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow.
+# triton.testing.do_bench's on an H100, so a block has at least BLOCK_REPS where the repetitions allow. Blocks of five
+# moved the medians of 53 shapes of 20-39 repetitions by -0.62 % to +0.69 % from blocks of ten (H100); blocks of ten
+# left those shapes two or three blocks, whose band is the range a single slow block sets: 7 of 100 level-1 rows read
+# 2.5-5.3 % wide on one side that way (docs/BENCHMARKS_HISTORY.md).
 TIMING_BLOCKS = 16
-BLOCK_REPS = 10
+BLOCK_REPS = 5
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # The reference's command with no repetition, and its ping, are each read this many times after its last block.
 CALIBRATION_READINGS = 3

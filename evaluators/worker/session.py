@@ -26,6 +26,7 @@ class Session:
     def __init__(self, job: dict, replies: Replies):
         self.job, self.replies = job, replies
         self.device = job["device"]
+        job["flush_mb"] = timing.flush_size(job.get("flush_mb"), self.device)
         self.stage = "startup"
         self.shape_name: str | None = None  # the shape being worked on, for error reports
         self.clocks = timing.Clocks(self.device)

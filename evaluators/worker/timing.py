@@ -128,6 +128,20 @@ def warm_up(call, fresh_inputs, clocks: Clocks, calls: int, seed: int) -> None:
     clocks.sync()
 
 
+def flush_size(asked_mb: int | None, device: str) -> int:
+    """The cache flush's megabytes: `asked_mb`, or twice the device's L2 as torch reports it (512 on ROCm).
+
+    Twice the cache is what evicting it takes. More is harness work the parent credits at the reference's cost, which
+    a candidate that flushes only the cache, in its own process, would be credited and not pay: 512 MB (sized for
+    MI300X's 256 MB Infinity Cache, which torch does not report) took 0.16 ms a repetition on an H200, whose L2 is
+    50 MB (docs/CONTRACTS.md).
+    """
+    if asked_mb is not None or device != "cuda":
+        return asked_mb or 0
+    l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
+    return 512 if torch.version.hip or not l2 else -(-2 * l2 // (1 << 20))
+
+
 def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPool, torch.Tensor | None]:
     """A shape's input sets and its cache-flush buffer (None off the GPU), for all of its timing commands.
 

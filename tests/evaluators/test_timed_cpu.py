@@ -17,6 +17,10 @@ def test_timed_candidate_reports_interpreter_timings_and_roofline(run_cpu):
     assert result.roofline.flops == 2 * 8 * 64 and result.roofline.fraction is None
     assert {"static", "startup", "build", "correctness", "timing"} <= set(result.stages)
     assert "interpreter" in result.message
+    # The reference's calibration of the parent's clock, read after its last block: a command with no repetition,
+    # and a ping (judge/wall.py).
+    walls = [s.wall for s in result.shapes if s.kind == "benchmark"]
+    assert walls and all(w.command_ms > 0 and w.ping_ms > 0 for w in walls)
 
 
 def test_patched_library_clocks_are_stopped_as_tampering(run_cpu):

@@ -9,7 +9,7 @@ from evaluators.judge import verdicts
 from evaluators.judge.evaluate import _malformed_timing
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import LONGEST_MS, Block, ShapeTiming, honest_reps
-from evaluators.judge.wall import Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
+from evaluators.judge.wall import CREDIT_SHARE, Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
 
 BLOCKS, BLOCK_REPS = 10, 10
 REPS = BLOCKS * BLOCK_REPS
@@ -32,7 +32,7 @@ def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
               for b in range(BLOCKS)]  # fmt: skip
     shape = ShapeTiming(REPS, {"times_ms": list(claimed)}, blocks=blocks)
     shape.span = Span(sum(b.seconds for b in blocks), REPS, BLOCKS)
-    shape.fixed_s = FIXED_S
+    shape.fixed_s = shape.floor_s = FIXED_S  # all of a command's cost the pipe's (test_the_credit_* below: not)
     return shape
 
 
@@ -171,3 +171,50 @@ def test_a_short_calls_share_is_still_a_tenth_and_the_cpus_calls_keep_it():
 @pytest.mark.parametrize("figure", [10**400, True, float("nan"), float("inf"), -1.0, "1.0", LONGEST_MS * 2])
 def test_a_figure_no_duration_is_refused_without_an_error(figure):
     assert verdicts.is_duration(figure) is False
+
+
+PIPE_S = 0.0005  # of FIXED_S, what a command costs any process: the reference's answer to a ping
+
+
+def _calibrated(shape: ShapeTiming) -> ShapeTiming:
+    """`shape` with the reference's ping read below its command with no repetition."""
+    shape.floor_s = PIPE_S
+    return shape
+
+
+def _answering_faster(ms: float) -> ShapeTiming:
+    """Honest calls of `ms` and an honest timer, in commands that skip all of their own work but the pipe."""
+    shape = honest(ms)
+    for block in shape.blocks:
+        block.seconds -= FIXED_S - PIPE_S
+    return shape
+
+
+def test_the_credit_beyond_the_pipe_is_a_share_of_the_blocks_calls():
+    """A candidate skipping its commands' own work is credited it only up to CREDIT_SHARE of its calls: the figure
+    falls below its real calls by that share, where crediting the reference's whole cost took 0.15 ms off each."""
+    reference = _calibrated(honest(1.0))
+    verdict = judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cuda")
+    assert verdict.parent_ms == pytest.approx(1.0 - CREDIT_SHARE)
+    block = _answering_faster(1.0).blocks[0]
+    assert parent_ms(Span(block.seconds, block.reps), FIXED_S, harness_ms(reference)) == pytest.approx(
+        1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
+    )
+
+
+def test_an_honest_candidate_pays_what_its_commands_cost_beyond_the_share():
+    """Where a block's calls are long, the whole cost is credited; where short, the rest counts as its calls'."""
+    reference = _calibrated(honest(1.0))
+    assert judge_timing(honest(20.0), reference, REPS_FOR, "cuda").parent_ms == pytest.approx(20.0)
+    beyond_ms = (FIXED_S - PIPE_S) * 1e3
+    short = judge_timing(honest(1.0), reference, REPS_FOR, "cuda")
+    assert short.parent_ms == pytest.approx(1.0 + beyond_ms / BLOCK_REPS - CREDIT_SHARE * short.parent_ms, rel=1e-3)
+
+
+def test_the_reference_and_the_cpu_are_credited_the_whole_cost():
+    """The reference's own commands cost it what its command with no repetition did; on the CPU no flag rests on it."""
+    reference = _calibrated(honest(1.0))
+    assert judge_timing(reference, reference, REPS_FOR, "cuda").parent_ms == pytest.approx(1.0)
+    assert judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cpu").parent_ms == pytest.approx(
+        1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
+    )

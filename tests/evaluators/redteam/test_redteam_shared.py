@@ -295,6 +295,7 @@ def test_a_worker_whose_parent_died_ends_even_if_the_candidate_replaced_the_guar
     "kernel faster by the flush's length (docs/CONTRACTS.md, 'Harness work the candidate skips or overlaps')",
 )
 def test_the_candidates_timed_calls_run_after_the_parents_cache_flush(own_problem, options):
+    options = options.model_copy(update={"flush_mb": 64})  # the parent's size, sent in the job
     result = evaluate(load_problem(own_problem), attack("skip_cache_flush"), "cpu", options)
     assert result.status == "correct" and not result.set_aside, result.message  # nothing noticed it
     assert int((options.cache_dir / "flush_mb_timed").read_text()) == options.flush_mb

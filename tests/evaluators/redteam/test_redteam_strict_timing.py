@@ -54,6 +54,8 @@ class Process:
             return Reply("warmed", {}, FIXED_S + command["calls"] * self.call_ms * 1e-3)
         if command["cmd"] == "probe":
             return Reply("probe", {"side_stream_ms": 0.0}, FIXED_S)
+        if command["cmd"] == "ping":
+            return Reply("pong", {}, FIXED_S)  # all of a command's cost the pipe's: judge/wall.py credits it in full
         reps = command["reps"]
         meta = {
             "times_ms": [self.says_ms] * reps,

@@ -54,7 +54,10 @@ from tests.evaluators.redteam.test_redteam import false_accept
 from tests.evaluators.test_side_by_side import where
 
 HERE = Path(__file__).parent
-FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
+# Each timing command's own cost (the pipe, the last sync, the reply), and of it the pipe's (a ping's): the medians of
+# the reference's command with no repetition and of its ping over 19 KernelBench shapes on an H100 (0.31 and 0.086 ms;
+# docs/BENCHMARKS.md).
+FIXED_S, PIPE_S = 0.31e-3, 0.086e-3
 CHECK_S = 3e-3  # the reference's check of one block
 # bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
 # free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
@@ -145,6 +148,9 @@ class Worker:
         if cmd == "probe":
             device.now += FIXED_S
             return Reply("probe", {"side_stream_ms": 0.0}, device.now - started)
+        if cmd == "ping":
+            device.now += PIPE_S
+            return Reply("pong", {}, device.now - started)
         device.now += FIXED_S / 2
         times = []
         for _ in range(command["reps"]):
@@ -369,8 +375,8 @@ def forger_blocks(device: Device) -> list:
 
 
 class AnswersFaster(Forger):
-    """Answers each timing command `saved_s` sooner than the reference's process does (the integrity check every
-    command ends with, made a no-op in its own process), its timer claiming `share` of its calls."""
+    """Answers each timing command `saved_s` sooner than the reference's process does (the command's own work, all
+    but the pipe, skipped in its own process), its timer claiming `share` of its calls."""
 
     def __init__(self, *args, saved_s: float, **kwargs):
         super().__init__(*args, **kwargs)
@@ -380,15 +386,36 @@ class AnswersFaster(Forger):
         return -self.saved_s if command["cmd"] == "time" and command["hold"] and command["reps"] else 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="open: judge/wall.py takes the reference's fixed cost per command off each of "
-                   "the candidate's blocks, so a process that answers commands faster than the reference's is credited "
-                   "the difference over its repetitions a block, and its timer may claim that much less (red team of "
-                   "2026-11-28; saved 2 ms a command: 2.5x unflagged on this 0.2 ms call)")  # fmt: skip
-def test_a_candidate_answering_commands_faster_is_not_credited_the_difference(tmp_path, cuda_lock, device):
+def _parent_ms(tmp_path, device, candidate: Worker) -> float:
+    """The parent's figure per call for `candidate`'s timing beside an honest reference (judge/wall.py)."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    forger = AnswersFaster(device, "candidate", CALL_MS, HARNESS_MS, saved_s=2e-3, share=0.4)
-    result = judged(tmp_path, reference, forger)
-    assert "timing_disputed" in codes(result) or result.speedup < 1.2, (codes(result), result.speedup)
+    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
+
+    @contextmanager
+    def quiet():
+        yield Stopper(device)
+
+    options = EvalOptions(cache_dir=tmp_path)
+    ours, theirs = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: SIDE_BY_SIDE, quiet, where)
+    return wall.judge_timing(theirs, ours, timing_plan.honest_reps("cuda", options), "cuda").parent_ms
+
+
+def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_of_its_calls(tmp_path, cuda_lock,
+                                                                                            device):  # fmt: skip
+    """Skipping all of a command's own work takes the parent's figure below the real call by CREDIT_SHARE at most.
+
+    Before, the reference's whole fixed cost was taken off each block: with 2 ms saved a command, this 0.2 ms call's
+    timer could claim 40 % of it unflagged (2.5x).
+    """
+    honest = _parent_ms(tmp_path, device, Worker(device, "candidate", CALL_MS, HARNESS_MS))
+    faster = _parent_ms(tmp_path, device, AnswersFaster(device, "candidate", CALL_MS, HARNESS_MS,
+                                                        saved_s=FIXED_S - PIPE_S, share=1.0))  # fmt: skip
+    assert honest == pytest.approx(CALL_MS, rel=0.05)
+    # Its real calls are honest's: the figure may fall below them by the share, and no further.
+    assert faster >= (1 - wall.CREDIT_SHARE) * CALL_MS - 1e-9, (honest, faster)
+    forger = AnswersFaster(device, "candidate", CALL_MS, HARNESS_MS, saved_s=FIXED_S - PIPE_S, share=0.4)
+    result = judged(tmp_path, Worker(device, "reference", CALL_MS, HARNESS_MS), forger)
+    assert "timing_disputed" in codes(result), (codes(result), result.speedup)
 
 
 # --- outlast_the_drain ----------------------------------------------------------------------------------------------
