@@ -10,7 +10,15 @@ import pytest
 from evaluators import EvalOptions
 from evaluators.judge import timing_plan, verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import CALIBRATION_READINGS, TIMING_BLOCKS, Block, ShapeTiming, honest_reps, split, time_side_by_side
+from evaluators.judge.timing_plan import (
+    CALIBRATION_READINGS,
+    TIMING_BLOCKS,
+    Block,
+    ShapeTiming,
+    honest_reps,
+    split,
+    time_side_by_side,
+)
 from evaluators.judge.verdicts import side_stream_counted
 from evaluators.judge.wall import Span, judge_timing
 from evaluators.worker.device_lock import LockTimeout, device_lock

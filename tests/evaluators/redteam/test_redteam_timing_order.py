@@ -396,7 +396,8 @@ def _parent_ms(tmp_path, device, candidate: Worker) -> float:
         yield Stopper(device)
 
     options = EvalOptions(cache_dir=tmp_path)
-    ours, theirs = time_side_by_side(reference, candidate, 0, "cuda", options, memory, lambda: SIDE_BY_SIDE, quiet, where)
+    args = (0, "cuda", options, memory, lambda: SIDE_BY_SIDE, quiet, where)
+    ours, theirs = time_side_by_side(reference, candidate, *args)
     return wall.judge_timing(theirs, ours, timing_plan.honest_reps("cuda", options), "cuda").parent_ms
 
 
