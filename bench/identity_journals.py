@@ -10,7 +10,9 @@ line of a problem counts). Per journal:
   any read from 1.0;
 - the rows whose band's half-width is within 2 %, as run and with the floor's launches' part capped at --cap. The
   second is a projection, not the evaluator's draws: a row wide only by its floor (its own band narrower) is taken to
-  read the capped floor's half-width.
+  read the capped floor's half-width;
+- where the journal has them (since 1919712), the reference's timing command with no repetition and its ping, and the
+  difference: the command's own work, which judge/wall.py credits a candidate's block only up to a share of its calls.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import gzip
 import json
 import math
+import statistics
 from pathlib import Path
 
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, math.inf)
@@ -68,6 +71,16 @@ def summary(path: Path, cap: float) -> None:
             half = ((1 + capped) - 1 / (1 + capped)) / 2
         projected += half <= NARROW
     print(f"  rows within 2 %: {narrow} of {rows} as run, {projected} with the launches' part capped at {cap:.0%}")
+    walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
+    if len(walls) >= 2:
+        for name, values in (
+            ("command with no repetition", [w["command_ms"] for w in walls]),
+            ("ping", [w["ping_ms"] for w in walls]),
+            ("command's own work, beyond the ping", [w["command_ms"] - w["ping_ms"] for w in walls]),
+        ):
+            low, high = statistics.quantiles(values, n=20)[0], statistics.quantiles(values, n=20)[-1]
+            print(f"  the reference's {name}: median {statistics.median(values):.3f} ms, 5-95 % {low:.3f}-{high:.3f}, "
+                  f"most {max(values):.3f} ({len(values)} shapes)")  # fmt: skip
 
 
 def main() -> None:
