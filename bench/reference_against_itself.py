@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernelbench_eval import alias_candidate  # noqa: E402
 
 from evaluators import EvalOptions, evaluate  # noqa: E402
-from evaluators.judge import reference_pool, timing_plan, verdicts  # noqa: E402
+from evaluators.judge import reference_pool, timing_plan, verdicts, wall  # noqa: E402
 from kernels.problem import load_problem  # noqa: E402
 
 RAW: list[tuple[list[float], list[float]]] = []  # (reference's, candidate's) times of each shape judged
@@ -84,7 +84,7 @@ def reanalyze(path: Path) -> list[float]:
             baseline, runtime = verdicts.median_and_spread(r)[0], verdicts.median_and_spread(c)[0]
             if row.get("probes_ms"):
                 EXCESS.append((c_probe - r_probe, runtime))
-            ratios.append((runtime + verdicts.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
+            ratios.append((runtime + wall.side_stream_counted(c_probe, r_probe, runtime)) / baseline)
             if abs(ratios[-1] - 1) > 0.02:
                 print(f"  pass {row['pass']} {row['problem']}: {ratios[-1]:.3f}, {offset_or_episode(r, c, count)}")
     return ratios

@@ -146,7 +146,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
     runtime = wall.reported_ms(timing)
     spread = median_and_spread(timing.facts["times_ms"])[1]
-    side = side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
+    side = wall.side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
     if side > max(0.02, 0.05 * runtime):
         result.flag(
             "side_stream",
@@ -261,13 +261,6 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
     _fail_shape(result, shape_result, message, f"{message}\n{details}" if details else message, "")
 
 
-# The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
-# references on an H100 by medians, more after longer calls; it now takes minima, worker/timing.py): the
-# reference's reading at the same shape is that floor, and a candidate's reading is counted as work only where it
-# exceeds the floor by more than the probe's noise. An honest candidate's reading exceeded the reference's by up to
-# 2.1 us on calls under 0.25 ms, in 232 shape timings of the bundled references judged as themselves on an H100
-# (docs/BENCHMARKS_HISTORY.md); at 1 us, 1.0 us of that noise was counted into an 18 us call, 5.8 % of it.
-SIDE_NOISE_MS, SIDE_NOISE_SHARE = 0.0025, 0.01
 # Other work the reference's waits met over a shape: an honest candidate's calls are synchronized before it replies,
 # so it leaves none; another process starting on the device may cost tens of ms. Past this, the candidate's work
 # (each wait may last up to 2 s, worker/device_idle.py, and a shape has dozens) is what the evaluation pays for.
@@ -286,12 +279,6 @@ def _flag_left_behind(result: EvalResult, shape: str, timing: timing_plan.ShapeT
     if timing.busy_ms > BUSY_MS:
         result.flag("side_stream", f"shape {shape}: work it left on the device held the reference's waits for "
                                    f"{timing.busy_ms / 1e3:.2f} s")  # fmt: skip
-
-
-def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: float) -> float:
-    """Milliseconds per call of the candidate's work on other streams, counted into its runtime (0 within noise)."""
-    excess = candidate_ms - reference_ms
-    return excess if excess > max(SIDE_NOISE_MS, SIDE_NOISE_SHARE * runtime_ms) else 0.0
 
 
 def median_and_spread(times: list[float]) -> tuple[float, float]:

@@ -82,7 +82,8 @@ def device(tmp_path, monkeypatch):
 
 @pytest.fixture
 def options(tmp_path):
-    return EvalOptions(timeout_s=60, cache_dir=tmp_path / "cache")
+    # A flush as a GPU's: on the CPU none is made unless asked for (worker/timing.flush_size), and the plan counts it.
+    return EvalOptions(timeout_s=60, cache_dir=tmp_path / "cache", flush_mb=512)
 
 
 def test_a_problem_larger_than_the_device_does_not_fit_and_never_runs_the_candidate(tmp_path, device, options):

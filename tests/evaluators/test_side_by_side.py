@@ -19,8 +19,7 @@ from evaluators.judge.timing_plan import (
     split,
     time_side_by_side,
 )
-from evaluators.judge.verdicts import side_stream_counted
-from evaluators.judge.wall import Span, judge_timing
+from evaluators.judge.wall import Span, judge_timing, side_stream_counted
 from evaluators.worker.device_lock import LockTimeout, device_lock
 
 CALL_S = 1e-4  # each fake call: a 0.1 ms kernel

@@ -218,3 +218,15 @@ def test_the_reference_and_the_cpu_are_credited_the_whole_cost():
     assert judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cpu").parent_ms == pytest.approx(
         1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
     )
+
+
+def test_the_claim_holds_only_the_side_stream_work_the_runtime_counts():
+    """A side-stream reading under the count's threshold raises neither the runtime nor the claim the parent checks:
+    reported a few microseconds under it, the raw reading had lifted the claim alone (second red team of 2026-11-28).
+    """
+    reference, quiet, lifted, counted = honest(0.2), honest(0.2), honest(0.2), honest(0.2)
+    reference.side_stream_ms, quiet.side_stream_ms = 0.015, 0.015
+    lifted.side_stream_ms, counted.side_stream_ms = 0.015 + 0.0024, 0.015 + 0.05
+    claims = [judge_timing(side, reference, REPS_FOR, "cuda").claimed_ms for side in (quiet, lifted, counted)]
+    assert claims == pytest.approx([0.2, 0.2, 0.25])
+    assert judge_timing(reference, reference, REPS_FOR, "cuda").claimed_ms == pytest.approx(0.215)

@@ -419,6 +419,38 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
     assert "timing_disputed" in codes(result), (codes(result), result.speedup)
 
 
+# --- heavy_harness: the harness's own work, credited at the reference's cost ----------------------------------------
+
+# level1/19_ReLU on an H100 (bench/data/identity_l1_h100_904511c.jsonl.gz): a 4.44 ms call whose harness work per
+# repetition (drawing a 6 GiB input, copying and digesting as large an output, the flush) backs out of its allowance at
+# 11.1 ms; the copy moves the call's own bytes, so about the call's time (estimated from its bytes, not measured).
+HEAVY_CALL_MS, HEAVY_HARNESS_MS, COPY_MS = 4.44, 11.1, 4.4
+
+
+@pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer 15 % of the harness's work per repetition, "
+                   "which on KernelBench's memory-bound shapes is larger than the call (a median 4.1 ms on level 1 on "
+                   "an H100): a timer claiming 0.56 of a 4.44 ms call read 1.79x with no flag (second red team of "
+                   "2026-11-28). Honest identity runs needed up to 14.5 % of it; closing it needs the harness's heavy "
+                   "work out of the command the parent times")  # fmt: skip
+def test_a_timer_forging_within_a_heavy_harness_allowance_is_disputed(tmp_path, cuda_lock, device):
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, share=0.56)
+    result = judged(tmp_path, reference, forger)
+    assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
+
+
+@pytest.mark.xfail(strict=True, reason="open: each repetition's outputs are copied into the held pool inside the "
+                   "timed command (worker/timing._loop), and the parent credits that copy at the reference's cost; a "
+                   "candidate handing its outputs over as they are (made in the handoff pool) skips it and is credited "
+                   "it: 9x with no flag on this shape, its timer claiming a ninth (second red team of 2026-11-28). "
+                   "Closing it needs the copies out of the timed command, or no copy on either side")  # fmt: skip
+def test_a_candidate_skipping_the_copy_of_its_outputs_is_not_credited_it(tmp_path, cuda_lock, device):
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS - COPY_MS, share=0.11)
+    result = judged(tmp_path, reference, forger)
+    assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
+
+
 # --- outlast_the_drain ----------------------------------------------------------------------------------------------
 
 LONG_MS, LONG_HARNESS_MS = 1.0, 0.3  # a 1 ms kernel: the slow warm-up's allowance alone does not pass the forger
