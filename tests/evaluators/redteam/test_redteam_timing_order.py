@@ -427,26 +427,29 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
 HEAVY_CALL_MS, HEAVY_HARNESS_MS, COPY_MS = 4.44, 11.1, 4.4
 
 
-@pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer 15 % of the harness's work per repetition, "
-                   "which on KernelBench's memory-bound shapes is larger than the call (a median 4.1 ms on level 1 on "
-                   "an H100): a timer claiming 0.56 of a 4.44 ms call read 1.79x with no flag (second red team of "
-                   "2026-11-28). Honest identity runs needed up to 14.5 % of it; closing it needs the harness's heavy "
-                   "work out of the command the parent times")  # fmt: skip
-def test_a_timer_forging_within_a_heavy_harness_allowance_is_disputed(tmp_path, cuda_lock, device):
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS)
-    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, share=0.56)
-    result = judged(tmp_path, reference, forger)
-    assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
+HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer 15 % of the harness's "
+                                    "work per repetition, which on KernelBench's memory-bound shapes is larger than "
+                                    "the call (a median 4.1 ms on level 1 on an H100): a timer claiming 0.56 of a 4.44 "
+                                    "ms call read 1.79x with no flag (second red team of 2026-11-28). Honest identity "
+                                    "runs needed up to 14.5 % of it; closing it needs the harness's heavy work out of "
+                                    "the command the parent times")  # fmt: skip
+SKIPPED_COPY = pytest.mark.xfail(strict=True, reason="open: each repetition's outputs are copied into the held pool "
+                                 "inside the timed command (worker/timing._loop), and the parent credits that copy at "
+                                 "the reference's cost; a candidate handing its outputs over as they are (made in the "
+                                 "handoff pool) skips it and is credited it: 9x with no flag on this shape, its timer "
+                                 "claiming a ninth (second red team of 2026-11-28). Closing it needs the copies out of "
+                                 "the timed command, or no copy on either side")  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="open: each repetition's outputs are copied into the held pool inside the "
-                   "timed command (worker/timing._loop), and the parent credits that copy at the reference's cost; a "
-                   "candidate handing its outputs over as they are (made in the handoff pool) skips it and is credited "
-                   "it: 9x with no flag on this shape, its timer claiming a ninth (second red team of 2026-11-28). "
-                   "Closing it needs the copies out of the timed command, or no copy on either side")  # fmt: skip
-def test_a_candidate_skipping_the_copy_of_its_outputs_is_not_credited_it(tmp_path, cuda_lock, device):
+@pytest.mark.parametrize(
+    ("skipped_ms", "share"),
+    [pytest.param(0.0, 0.56, marks=HEAVY_ALLOWANCE, id="allowance"),
+     pytest.param(COPY_MS, 0.11, marks=SKIPPED_COPY, id="skipped_copy")],
+)  # fmt: skip
+def test_a_timer_forging_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device, skipped_ms, share):
+    """Real calls as fast as the reference's, a timer claiming `share` of them, `skipped_ms` of the harness skipped."""
     reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS)
-    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS - COPY_MS, share=0.11)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS - skipped_ms, share=share)
     result = judged(tmp_path, reference, forger)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
