@@ -12,7 +12,9 @@ line of a problem counts). Per journal:
   second is a projection, not the evaluator's draws: a row wide only by its floor (its own band narrower) is taken to
   read the capped floor's half-width;
 - where the journal has them (since 1919712), the reference's timing command with no repetition and its ping, and the
-  difference: the command's own work, which judge/wall.py credits a candidate's block only up to a share of its calls.
+  difference: the command's own work, which judge/wall.py credits a candidate's block only up to a share of its calls;
+- the reach of the parent's allowance: per shape, the speedup a timer could claim unflagged over calls no faster than
+  the reference's, the baseline over the parent's figure less the allowance (judge/wall.py, `slack_ms`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ def summary(path: Path, cap: float) -> None:
             half = ((1 + capped) - 1 / (1 + capped)) / 2
         projected += half <= NARROW
     print(f"  rows within 2 %: {narrow} of {rows} as run, {projected} with the launches' part capped at {cap:.0%}")
+    reach = [s["baseline_ms"] / max(s["wall"]["parent_ms"] - s["wall"]["slack_ms"], 1e-3)
+             for s in shapes if s.get("wall") and s.get("baseline_ms")]  # fmt: skip
+    if reach:
+        print(
+            f"  a timer's reach within the allowance: median {statistics.median(reach):.2f}x, over 1.2x on "
+            f"{sum(r > 1.2 for r in reach)} of {len(reach)} shapes, over 1.5x on {sum(r > 1.5 for r in reach)}"
+        )
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
