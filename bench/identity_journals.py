@@ -14,7 +14,12 @@ line of a problem counts). Per journal:
 - where the journal has them (since 1919712), the reference's timing command with no repetition and its ping, and the
   difference: the command's own work, which judge/wall.py credits a candidate's block only up to a share of its calls;
 - the reach of the parent's allowance: per shape, the speedup a timer could claim unflagged over calls no faster than
-  the reference's, the baseline over the parent's figure less the allowance (judge/wall.py, `slack_ms`).
+  the reference's, the baseline over the parent's figure less the allowance (judge/wall.py, `slack_ms`);
+- how far an honest timer sat below the parent's figure, as a share of the call, and how much of the allowance's
+  harness part it used: the gap beyond the call's share and the jitter, over the harness's work per repetition that
+  the allowance was computed from (the allowance's own terms, judge/wall.py);
+- each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
+  each side.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ import json
 import math
 import statistics
 from pathlib import Path
+
+from evaluators.judge.options import EvalOptions
+from evaluators.judge.timing_plan import repetitions
+from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, HARNESS_SLACK, JITTER_MS, LAUNCHES_MS
 
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, math.inf)
 STEADY, NARROW, BASE = 0.005, 0.02, 0.01
@@ -57,7 +66,7 @@ def summary(path: Path, cap: float) -> None:
         group = [d for share, d in steady if low <= share < high]
         if group:
             print(f"  launches' share {low}-{high}: {len(group)} steady shapes, farthest {max(group):.2%} from 1.0")
-    rows, narrow, projected = 0, 0, 0
+    rows, narrow, projected, wide = 0, 0, 0, []
     for e in entries:
         row, result = e["row"], e["strict"] or e["result"]
         if not row.get("speedup_band"):
@@ -65,6 +74,8 @@ def summary(path: Path, cap: float) -> None:
         rows += 1
         half = half_width(row["speedup_band"], row["speedup"])
         narrow += half <= NARROW
+        if half > NARROW and result.get("shapes"):
+            wide.append((row["key"], half, result["shapes"][0]))
         floors = [s["process_floor"] for s in result.get("shapes", []) if s.get("process_floor")]
         withins = [half_width(s["band_within"], s["speedup"]) for s in result.get("shapes", []) if s.get("band_within")]
         host = any(s.get("host_speed_ratio") for s in result.get("shapes", []))
@@ -73,6 +84,10 @@ def summary(path: Path, cap: float) -> None:
             half = ((1 + capped) - 1 / (1 + capped)) / 2
         projected += half <= NARROW
     print(f"  rows within 2 %: {narrow} of {rows} as run, {projected} with the launches' part capped at {cap:.0%}")
+    for key, half, shape in wide:
+        low, high = shape.get("band_within") or (shape["speedup"], shape["speedup"])
+        print(f"    wide: {key} {half:.1%}, {shape.get('reps')} repetitions, own band "
+              f"-{1 - low / shape['speedup']:.1%} / +{high / shape['speedup'] - 1:.1%}")  # fmt: skip
     reach = [s["baseline_ms"] / max(s["wall"]["parent_ms"] - s["wall"]["slack_ms"], 1e-3)
              for s in shapes if s.get("wall") and s.get("baseline_ms")]  # fmt: skip
     if reach:
@@ -80,6 +95,13 @@ def summary(path: Path, cap: float) -> None:
             f"  a timer's reach within the allowance: median {statistics.median(reach):.2f}x, over 1.2x on "
             f"{sum(r > 1.2 for r in reach)} of {len(reach)} shapes, over 1.5x on {sum(r > 1.5 for r in reach)}"
         )
+    gaps = [honest_gap(s) for s in shapes if s.get("wall") and s["wall"].get("claimed_ms")]
+    gaps = [gap for gap in gaps if gap is not None]
+    if len(gaps) >= 2:
+        of_call = statistics.quantiles([g[0] for g in gaps], n=20)
+        used = max(g[1] for g in gaps)
+        print(f"  the parent's figure above the timer's: 5-95 % {of_call[0]:+.1%} to {of_call[-1]:+.1%} of the call; "
+              f"the allowance's harness part used at most {used:.1%} of the harness's work")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
@@ -87,9 +109,26 @@ def summary(path: Path, cap: float) -> None:
             ("ping", [w["ping_ms"] for w in walls]),
             ("command's own work, beyond the ping", [w["command_ms"] - w["ping_ms"] for w in walls]),
         ):
-            low, high = statistics.quantiles(values, n=20)[0], statistics.quantiles(values, n=20)[-1]
+            ventiles = statistics.quantiles(values, n=20)
+            low, high = ventiles[0], ventiles[-1]
             print(f"  the reference's {name}: median {statistics.median(values):.3f} ms, 5-95 % {low:.3f}-{high:.3f}, "
                   f"most {max(values):.3f} ({len(values)} shapes)")  # fmt: skip
+
+
+def honest_gap(shape: dict) -> tuple[float, float] | None:
+    """(the parent's figure less the timer's, over the call; what of it the harness part covered, over the harness).
+
+    The harness's work per repetition is read back from the shape's allowance by judge/wall.py's own terms.
+    """
+    wall, reps = shape["wall"], shape.get("reps") or 0
+    parent, claimed = wall["parent_ms"], wall["claimed_ms"]
+    call = max(parent, 0.0)
+    share = min(CALL_SLACK * call, CALL_SHARE * call + LAUNCHES_MS)
+    jitter = JITTER_MS / max(reps, repetitions(parent, "cuda", EvalOptions()))
+    harness = (wall["slack_ms"] - share - jitter) / HARNESS_SLACK
+    if harness <= 0 or claimed <= 0:
+        return None
+    return (parent - claimed) / claimed, (parent - claimed - share - jitter) / harness
 
 
 def main() -> None:

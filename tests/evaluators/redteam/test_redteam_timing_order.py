@@ -55,9 +55,9 @@ from tests.evaluators.test_side_by_side import where
 
 HERE = Path(__file__).parent
 # Each timing command's own cost (the pipe, the last sync, the reply), and of it the pipe's (a ping's): the medians of
-# the reference's command with no repetition and of its ping over 19 KernelBench shapes on an H100 (0.31 and 0.086 ms;
-# docs/BENCHMARKS.md).
-FIXED_S, PIPE_S = 0.31e-3, 0.086e-3
+# the reference's command with no repetition and of its ping on KernelBench's level 1 on an H100, within those of
+# levels 2 and 3 (bench/identity_journals.py on bench/data/identity_l{1,2,3}_h100_904511c.jsonl.gz).
+FIXED_S, PIPE_S = 0.306e-3, 0.091e-3
 CHECK_S = 3e-3  # the reference's check of one block
 # bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
 # free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
@@ -220,18 +220,23 @@ class Stopper:
 SIDE_BY_SIDE = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
 
 
-def judged(tmp_path, reference: Worker, candidate: Worker, layout: dict = SIDE_BY_SIDE) -> EvalResult:
-    """One shape timed on "cuda" as evaluate() does (again where disputed), and its verdict."""
+def timing_args(tmp_path, device: Device, layout: dict = SIDE_BY_SIDE) -> tuple[EvalOptions, tuple]:
+    """The options, and time_side_by_side's arguments after the two processes, for one shape on the simulated "cuda"."""
     options = EvalOptions(cache_dir=tmp_path)
     memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
 
     @contextmanager
     def quiet():
-        stopper = Stopper(reference.device)
+        stopper = Stopper(device)
         stopper.stop()
         yield stopper
 
-    args = (0, "cuda", options, memory, lambda: layout, quiet, where)
+    return options, (0, "cuda", options, memory, lambda: layout, quiet, where)
+
+
+def judged(tmp_path, reference: Worker, candidate: Worker, layout: dict = SIDE_BY_SIDE) -> EvalResult:
+    """One shape timed on "cuda" as evaluate() does (again where disputed), and its verdict."""
+    options, args = timing_args(tmp_path, reference.device, layout)
     timings = time_side_by_side(reference, candidate, *args)
     if wall.judge_timing(timings[1], timings[0], timing_plan.honest_reps("cuda", options), "cuda").disputed:
         timings = time_side_by_side(reference, candidate, *args)
@@ -389,14 +394,7 @@ class AnswersFaster(Forger):
 def _parent_ms(tmp_path, device, candidate: Worker) -> float:
     """The parent's figure per call for `candidate`'s timing beside an honest reference (judge/wall.py)."""
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS)
-    memory = {"sizes": [{"name": "s", "input_bytes": 1 << 20, "output_bytes": 1 << 20}]}
-
-    @contextmanager
-    def quiet():
-        yield Stopper(device)
-
-    options = EvalOptions(cache_dir=tmp_path)
-    args = (0, "cuda", options, memory, lambda: SIDE_BY_SIDE, quiet, where)
+    options, args = timing_args(tmp_path, device)
     ours, theirs = time_side_by_side(reference, candidate, *args)
     return wall.judge_timing(theirs, ours, timing_plan.honest_reps("cuda", options), "cuda").parent_ms
 
