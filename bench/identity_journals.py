@@ -33,7 +33,10 @@ from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.timing_plan import repetitions
-from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, HARNESS_SLACK, JITTER_MS, LAUNCHES_MS
+from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS
+
+# The harness's share of the allowance when journals did not yet keep the harness's work (before harness_ms).
+JOURNALED_HARNESS_SLACK = 0.15
 
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, math.inf)
 STEADY, NARROW, BASE = 0.005, 0.02, 0.01
@@ -118,14 +121,16 @@ def summary(path: Path, cap: float) -> None:
 def honest_gap(shape: dict) -> tuple[float, float] | None:
     """(the parent's figure less the timer's, over the call; what of it the harness part covered, over the harness).
 
-    The harness's work per repetition is read back from the shape's allowance by judge/wall.py's own terms.
+    The harness's work per repetition is the journal's, or read back from the shape's allowance by judge/wall.py's
+    own terms where the journal predates it (judged under JOURNALED_HARNESS_SLACK).
     """
     wall, reps = shape["wall"], shape.get("reps") or 0
     parent, claimed = wall["parent_ms"], wall["claimed_ms"]
     call = max(parent, 0.0)
     share = min(CALL_SLACK * call, CALL_SHARE * call + LAUNCHES_MS)
     jitter = JITTER_MS / max(reps, repetitions(parent, "cuda", EvalOptions()))
-    harness = (wall["slack_ms"] - share - jitter) / HARNESS_SLACK
+    harness = wall.get("harness_ms")
+    harness = (wall["slack_ms"] - share - jitter) / JOURNALED_HARNESS_SLACK if harness is None else harness
     if harness <= 0 or claimed <= 0:
         return None
     return (parent - claimed) / claimed, (parent - claimed - share - jitter) / harness

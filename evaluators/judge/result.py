@@ -39,6 +39,7 @@ class WallCheck(BaseModel):
     reference_issue_ms: float | None = Field(None, description="the reference's, from its own (trusted) process")
     command_ms: float | None = Field(None, description="the reference's timing command with no repetition, whole")
     ping_ms: float | None = Field(None, description="the reference's answer to a command it does nothing for")
+    harness_ms: float | None = Field(None, description="the harness's own work per repetition, by the reference's")
 
 
 class ShapeResult(BaseModel):

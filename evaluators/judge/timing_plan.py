@@ -19,16 +19,16 @@ parent, once both processes are loaded, correct and warm. Each block has a nonce
 sent: a repetition's inputs follow from its block's nonce, so nothing a process is told lets it compute a later
 block's answers early (one call doing a whole block's work is inside that block's mean, which is what the parent
 checks: judge/wall.py). Both sides' block b share its nonce, so the reference's repetition k of block b runs on the
-inputs of the candidate's repetition k of block b, and its copy there answers its check of the candidate's
+inputs of the candidate's repetition k of block b, and its output there answers its check of the candidate's
 (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its clock never counts a
 wait for it.
 
-Each block's timing command copies every repetition's outputs and hands them over before it replies, inside the parent's
+Each block's timing command holds every repetition's outputs and hands them over before it replies, inside the parent's
 clock, on both sides alike. From that reply until the candidate's next command its processes are stopped
 (judge/pause.py), and meanwhile the parent picks checked_per_block of the block's repetitions (all in a strict run) and
 the reference checks their outputs element by element: nothing the candidate does after its block, in a later block or
 command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block holds
-no more repetitions than the device keeps copies of at once (the layout's `retained`); a shape needs more blocks where
+no more repetitions than the device keeps outputs of at once (the layout's `retained`); a shape needs more blocks where
 its outputs are large.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
@@ -205,7 +205,7 @@ class Side:
     def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, keep: bool = False):
         self.call, self.shape, self.device, self.options = call, shape, device, options
         self.memory = memory
-        self.keep = keep  # the reference keeps each block's copies for its check of the candidate's (timed_answers)
+        self.keep = keep  # the reference keeps each block's outputs for its check of the candidate's (timed_answers)
         self.seed = secrets.randbits(30)
         self.warm = 0
         self.timing: ShapeTiming | None = None
@@ -234,7 +234,7 @@ class Side:
     def command(self, first: int, reps: int, nonce: int, hold: bool = True) -> dict:
         """The timing command of repetitions first..first+reps.
 
-        Held, every repetition's outputs are copied and handed over before the reply. The side's timing sets live
+        Held, every repetition's outputs are kept and handed over before the reply. The side's timing sets live
         until its next command of another kind (worker/session.py).
         """
         return {
@@ -431,7 +431,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.
             # Each side still in blocks, so both report the statistic the parent checks block by block. Block b of
-            # either side has one nonce, as side by side; the reference keeps no copies for its check here (the
+            # either side has one nonce, as side by side; the reference keeps no outputs for its check here (the
             # device has no room for them), so it computes its answers again.
             nonces: dict[int, int] = {}
             reference.warm_up()

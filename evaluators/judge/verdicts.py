@@ -193,6 +193,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         reference_issue_ms=reference_issued,
         command_ms=reference.fixed_s * 1e3,
         ping_ms=reference.floor_s * 1e3,
+        harness_ms=clock.harness_ms,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)

@@ -51,13 +51,14 @@ DTYPES = {
 
 
 class HeldOutputs:
-    """The candidate's outputs kept alive for the reference, in device memory of their own.
+    """The outputs kept alive for the reference; the copies among them in device memory of their own.
 
     Copied through the caching allocator's shared pool, a kept output is carved from whatever cached segment is
     free, often the multi-GiB block the allocator was poisoned with or an input set's. Each kept output then pins
     its whole segment after the rest was freed: on the H100, three trial outputs of KernelBench's RMSNorm kept
     over 60 GiB and the reference ran out of memory. In a pool of their own they pin nothing else, and releasing
-    them gives all of it back to the driver.
+    them gives all of it back to the driver. A timed repetition's outputs are mostly held as the call made them
+    (trials.hold_as_made), in the allocations the next block's calls take again once they are let go.
     """
 
     def __init__(self, device: str):

@@ -285,7 +285,7 @@ def serve_reference(session: Session) -> None:
             session.warm(model, command)
             session.reply("warmed", {})
         elif cmd == "time":
-            # Its held copies are made like the candidate's, and kept for its check of the candidate's.
+            # Its outputs are held like the candidate's, and kept for its check of the candidate's.
             facts, held = session.time(model, command)
             answers.keep(command, held)
             session.reply("timing", facts)
@@ -354,7 +354,7 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
     `kept` holds the reference's own outputs of the repetitions it timed on these inputs (timed_answers.py); the
     others are computed here, with a reference call each. The candidate's process is stopped meanwhile
     (judge/timing_plan.py). Outputs kept on the device are read only where their digest is the one the candidate's
-    timing took as it copied them (worker/output_digest.py). Returns {"mismatch": [repetition, mismatch] for the
+    timing took as it held them (worker/output_digest.py). Returns {"mismatch": [repetition, mismatch] for the
     first that differs, or None}.
     """
     device, shape, reps = session.device, command["shape"], command["reps"]
@@ -378,9 +378,9 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
 
 
 def _release_unread(command: dict, shape: int) -> list | None:
-    """Let go of the counts of the block's device copies the parent did not pick; the first malformed one's mismatch.
+    """Let go of the counts of the block's device outputs the parent did not pick; the first malformed one's mismatch.
 
-    Each copy the candidate shared stays allocated in its process until its count is let go exactly once
+    Each output the candidate shared stays allocated in its process until its count is let go exactly once
     (device_handoff.share_outputs); the parent sends the descriptors of those it did not pick for that.
     """
     (first, count, _), picked = command["blocks"][0], set(command["reps"])
@@ -394,7 +394,7 @@ def _release_unread(command: dict, shape: int) -> list | None:
 
 
 def _release(rep: int, handed: Handed) -> list | None:
-    """release_unread of one repetition's copies; [rep, why] where its descriptor is malformed (the candidate's)."""
+    """release_unread of one repetition's outputs; [rep, why] where its descriptor is malformed (the candidate's)."""
     try:
         release_unread(handed)
     except HandoffError as exc:

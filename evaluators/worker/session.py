@@ -38,6 +38,7 @@ class Session:
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
         # (shape, its input sets and flush buffer): kept through the shape's timing commands (begin)
         self.timing_tensors: tuple[int, tuple] | None = None
+        self.copying: set[int] = set()  # shapes whose calls reuse their output buffers: every held output copied
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -113,10 +114,10 @@ class Session:
         device_memory.release_cache(self.device)
 
     def time(self, model, command: dict) -> tuple[dict, dict]:
-        """The parent's timing command at the current shape: facts and the held copies by repetition.
+        """The parent's timing command at the current shape: facts and the held outputs by repetition.
 
-        The command carries the shape's timing layout (its input sets, where held copies live): the parent lays each
-        shape's timing out on the memory free just before it. The held copies are handed over (the facts'
+        The command carries the shape's timing layout (its input sets, where held outputs live): the parent lays each
+        shape's timing out on the memory free just before it. The held outputs are handed over (the facts'
         "handed" names their descriptors, in the order of the repetitions).
         """
         plan = timing.TimingPlan(
@@ -128,6 +129,7 @@ class Session:
             timing_sets=command["timing_sets"],
             held_device=self.device if command["held_on_device"] else "cpu",
             lead_ms=command.get("lead_ms", 0.0),
+            copy_all=command["shape"] in self.copying,
         )
         if self.timing_tensors is None or self.timing_tensors[0] != command["shape"]:
             self.timing_tensors = command["shape"], timing.timing_tensors(self.inputs_at, plan, self.device)
@@ -136,6 +138,8 @@ class Session:
                 lambda args: model(*args), self.inputs_at, plan, self.clocks, command["shape"], self.held.allocating,
                 self.timing_tensors[1],
             )  # fmt: skip
+        if plan.copy_all:
+            self.copying.add(command["shape"])
         # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
         # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
         # candidate's, lets the others' counts go, and reads none of its own; each process keeps them until its next

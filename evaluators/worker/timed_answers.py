@@ -1,7 +1,7 @@
-"""The reference's own timed answers (its held copy of each repetition's outputs), kept for its check.
+"""The reference's own timed answers (each repetition's outputs, as its timing held them), kept for its check.
 
 The parent gives both sides' block b one nonce (judge/timing_plan.py), so the reference's repetition k of block b
-ran on the inputs of the candidate's repetition k of block b. Its copy of that output is what check_reps would
+ran on the inputs of the candidate's repetition k of block b. Its output there is what check_reps would
 otherwise compute again, with one reference call and input draw a repetition: 0.13 s of a cold level2/6 evaluation
 on an H100 (bench/probes/timing_breakdown.py). The parent asks the reference to keep them where the device holds
 them until the check (judge/timing_plan.py); repetitions the reference did not time (a faster candidate has more a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 class TimedAnswers:
-    """Per (shape, block nonce): {offset in the block: its outputs' copy}."""
+    """Per (shape, block nonce): {offset in the block: its held outputs}."""
 
     def __init__(self):
         self.kept: dict[tuple[int, int], dict[int, list]] = {}

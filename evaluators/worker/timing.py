@@ -4,9 +4,10 @@ The same routine times the reference (in its own process) and the candidate, so 
 clock around the candidate's timing command by the reference's (judge/wall.py).
 Every timed repetition gets inputs drawn anew from the nonce the parent sent with its block's command (new contents,
 new allocations, a few sets alive in a shuffled order), so no cache keyed on pointers, shapes or sampled elements can
-replay an earlier answer. Every timed repetition's output is copied and held for the reference's check
-(judge/timing_plan.py says when): nothing in this process decides or knows how an output will be checked. A copy
-kept on the device gets its digest as it is made (worker/output_digest.py).
+replay an earlier answer. Every timed repetition's outputs are held for the reference's check (judge/timing_plan.py
+says when): nothing in this process decides or knows how an output will be checked. They are held as the call made
+them, copied only where the call reuses a buffer or returns a view, and then inside the repetition's time
+(trials.hold_as_made). Each output held on the device gets its digest as it is held (worker/output_digest.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
@@ -30,7 +31,7 @@ import torch
 
 from evaluators.worker import output_digest, stream_hold
 from evaluators.worker.integrity import check
-from evaluators.worker.trials import flatten_outputs
+from evaluators.worker.trials import OutputReused, flatten_outputs, hold_as_made
 
 
 class Clocks:
@@ -96,6 +97,7 @@ class TimingPlan:
     timing_sets: int
     held_device: str  # where held copies live ("cpu" when the device has no room)
     lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
+    copy_all: bool = False  # every held output copied: the call reuses its buffers (trials.hold_as_made)
 
 
 def rep_seed(nonce: int, shape: int, offset: int) -> int:
@@ -157,8 +159,8 @@ def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPo
 def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep, tensors=None):
     """Time `call(args)` once per repetition on fresh inputs; (facts, {rep: outputs} held for the parent's check).
 
-    `keep(on_device)` is the context held copies are made in (the candidate's pool of held outputs); `tensors`, the
-    shape's timing_tensors where the caller keeps them across commands (made here otherwise).
+    `keep(on_device)` is the context a held copy, where one is made, is made in (the pool of held outputs); `tensors`,
+    the shape's timing_tensors where the caller keeps them across commands (made here otherwise).
     """
     pool, flush = tensors if tensors is not None else timing_tensors(fresh_inputs, plan, clocks.device)
     cuda = flush is not None
@@ -171,11 +173,18 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        facts, held = _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
+        try:
+            return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
+        except OutputReused:
+            pass  # the outputs held as made go with the exception, before the block is timed again
+        # The block again, every output copied: its first run stays in the side's span on the parent's clock, a slow
+        # block of one shape for a call that reuses its buffers (the worker copies all at the shape from then on).
+        plan.copy_all = True
+        clocks.sync()
+        return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
     finally:
         if collecting:
             gc.enable()
-    return facts, held
 
 
 def _loop(
@@ -184,9 +193,15 @@ def _loop(
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
-    # Copies kept on the device stay writable by the candidate's process: each gets its digest as it is made.
+    # Outputs held on the device stay writable by the candidate's process: each gets its digest as it is held.
     digester = output_digest.load() if cuda and plan.hold and plan.held_device != "cpu" else None
     times, issued, prepared, held, digests = [], [], [], {}, []
+    spans = None if plan.copy_all else []  # the memory of the outputs held as made (trials.hold_as_made)
+
+    def copy(tensor):
+        with keep(plan.held_device != "cpu"):
+            return flatten_outputs([tensor], plan.held_device)[0]
+
     for i, rep in enumerate(numbers):
         began = clocks.now()
         if lead:
@@ -199,6 +214,7 @@ def _loop(
             output = call(args)
             issued.append((clocks.now() - calling) * 1e3)
             prepared.append((calling - began) * 1e3)
+            made, kept = _held_now(output, plan, spans, copy)
             clocks.record(ends[i])
             if lead:
                 # Only now: released before the end event is queued, the host's gap after the call would be timed.
@@ -206,13 +222,11 @@ def _loop(
         else:
             calling = clocks.now()
             output = call(args)
+            made, kept = _held_now(output, plan, spans, copy)
             times.append((clocks.now() - calling) * 1e3)
         if plan.hold:
-            with keep(plan.held_device != "cpu"):
-                # A candidate may reuse its output buffer. The copies stay alive to the end of the loop in the
-                # reference's process too: dropped at once there, one allocation served every copy, while the
-                # candidate's allocated afresh for each, unseen by the events but inside the parent's clock.
-                held[rep] = flatten_outputs(output, plan.held_device)
+            # Held to the end of the loop on both sides, so each repetition's outputs are new allocations in either.
+            held[rep] = [tensor if tensor is not None else copy(out) for tensor, out in zip(kept, made, strict=True)]
             if digester:
                 if i == 0:
                     digester.reserve(plan.reps * len(held[rep]), plan.held_device)
@@ -234,6 +248,14 @@ def _loop(
     if digester:
         facts["digests"] = output_digest.read(digests, digester.joined())
     return facts | {"label": "cuda-events"}, held
+
+
+def _held_now(output, plan: TimingPlan, spans: list | None, copy) -> tuple[list, list]:
+    """(the call's outputs, what is held of them before its time is taken: trials.hold_as_made), empty unheld."""
+    if not plan.hold:
+        return [], []
+    made = flatten_outputs(output, copy=False)
+    return made, hold_as_made(made, plan.held_device, spans, copy)
 
 
 PROBE_SAMPLES = 7

@@ -9,6 +9,8 @@ import torch
 _EQUAL = torch.equal
 _DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
 _TENSOR = torch.tensor
+_IS_CONTIGUOUS, _STORAGE = torch.Tensor.is_contiguous, torch.Tensor.untyped_storage
+_STORAGE_PTR, _STORAGE_BYTES = torch.UntypedStorage.data_ptr, torch.UntypedStorage.nbytes
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -83,6 +85,49 @@ def flatten_outputs(output, device: str = "cpu", copy: bool = True) -> list[torc
             raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
         flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)) if copy else _DETACH(item))
     return flat
+
+
+class OutputReused(Exception):
+    """A call returned an output in memory where one it returned earlier in the block, held as made, lives."""
+
+
+def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int, int]] | None, copy) -> list:
+    """What the timing loop holds of each of a repetition's outputs before its time is taken (None: not yet).
+
+    The output itself, where it is dense on `device` in memory no output held before lives in (`held`: the block's
+    storages' byte ranges, to which this repetition's are added): no process copies it. A held copy moved a
+    memory-bound output's bytes about as long as the call that made them, work in each process's own span that the
+    parent credited at the reference's cost, and a candidate handing its outputs over as made was credited it (a red
+    team's 9x, simulated). `copy(tensor)` where it is not, made inside the repetition's time as the side's own cost: a
+    view, an output returned twice, or every output where `held` is None (a call that reuses its buffers). Raises
+    OutputReused where the call wrote into an earlier repetition's output: the caller times the block again, copying
+    all. None where the output is on another device: that copy waits for the device (worker/timing.py makes it after).
+    """
+    if held is None:
+        return [copy(tensor) if tensor.device.type == device else None for tensor in outputs]
+    kept, mine = [], []
+    for tensor in outputs:
+        if tensor.device.type != device:
+            kept.append(None)
+            continue
+        if not tensor.numel():
+            kept.append(tensor)
+            continue
+        storage = _STORAGE(tensor)
+        span = (_STORAGE_PTR(storage), _STORAGE_PTR(storage) + _STORAGE_BYTES(storage))
+        if any(_overlap(span, other) for other in held):
+            raise OutputReused
+        if _IS_CONTIGUOUS(tensor) and not any(_overlap(span, other) for other in mine):
+            mine.append(span)
+            kept.append(tensor)
+        else:
+            kept.append(copy(tensor))
+    held.extend(mine)
+    return kept
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
 
 
 def poison_allocator(device: str, nbytes: int) -> None:

@@ -145,7 +145,7 @@ def _session() -> Session:
     session = Session.__new__(Session)
     session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
     session.job = {"flush_mb": 1, "role": "candidate"}
-    session.clocks, session.held, session.handed = Clocks("cpu"), HeldOutputs("cpu"), []
+    session.clocks, session.held, session.handed, session.copying = Clocks("cpu"), HeldOutputs("cpu"), [], set()
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
 

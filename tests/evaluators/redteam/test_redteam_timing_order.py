@@ -420,29 +420,30 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
 # --- heavy_harness: the harness's own work, credited at the reference's cost ----------------------------------------
 
 # level1/19_ReLU on an H100 (bench/data/identity_l1_h100_904511c.jsonl.gz): a 4.44 ms call whose harness work per
-# repetition (drawing a 6 GiB input, copying and digesting as large an output, the flush) backs out of its allowance at
-# 11.1 ms; the copy moves the call's own bytes, so about the call's time (estimated from its bytes, not measured).
-HEAVY_CALL_MS, HEAVY_HARNESS_MS, COPY_MS = 4.44, 11.1, 4.4
+# repetition backed out of its allowance at 11.1 ms there: drawing a 6 GiB input, copying and digesting as large an
+# output, the flush. Each output is now held as made (worker/trials.hold_as_made), so the copy (estimated at about the
+# call's time, from its bytes) is gone from both sides; the digest reads the output once, about half of that.
+HEAVY_CALL_MS, COPY_MS, DIGEST_MS = 4.44, 4.4, 2.2
+HEAVY_HARNESS_MS = 11.1 - COPY_MS
 
 
-HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer 15 % of the harness's "
-                                    "work per repetition, which on KernelBench's memory-bound shapes is larger than "
-                                    "the call (a median 4.1 ms on level 1 on an H100): a timer claiming 0.56 of a 4.44 "
-                                    "ms call read 1.79x with no flag (second red team of 2026-11-28). Honest identity "
-                                    "runs needed up to 14.5 % of it; closing it needs the harness's heavy work out of "
-                                    "the command the parent times")  # fmt: skip
-SKIPPED_COPY = pytest.mark.xfail(strict=True, reason="open: each repetition's outputs are copied into the held pool "
-                                 "inside the timed command (worker/timing._loop), and the parent credits that copy at "
-                                 "the reference's cost; a candidate handing its outputs over as they are (made in the "
-                                 "handoff pool) skips it and is credited it: 9x with no flag on this shape, its timer "
-                                 "claiming a ninth (second red team of 2026-11-28). Closing it needs the copies out of "
-                                 "the timed command, or no copy on either side")  # fmt: skip
+HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer HARNESS_SLACK (5 %) of "
+                                    "the harness's work per repetition, which on KernelBench's memory-bound shapes is "
+                                    "larger than the call: a timer claiming 0.86 of a 4.44 ms call reads 1.16x with no "
+                                    "flag beside 6.7 ms of harness (at 15 %, and with the copy: 1.79x beside 11.1 ms, "
+                                    "second red team of 2026-11-28)")  # fmt: skip
+FUSED_DIGEST = pytest.mark.xfail(strict=True, reason="open: the harness's work in the candidate's process is credited "
+                                 "at the reference's cost, and a process that does the harness's digest of each held "
+                                 "output inside its own call (or draws its inputs there) skips that much of it: 2.6x "
+                                 "with no flag on this shape, its timer claiming 0.38. The copy, skipped the same way "
+                                 "for 9x, is gone from both sides; the digest and the draw need commands of their "
+                                 "own, timed apart from the calls'")  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("skipped_ms", "share"),
-    [pytest.param(0.0, 0.56, marks=HEAVY_ALLOWANCE, id="allowance"),
-     pytest.param(COPY_MS, 0.11, marks=SKIPPED_COPY, id="skipped_copy")],
+    [pytest.param(0.0, 0.86, marks=HEAVY_ALLOWANCE, id="allowance"),
+     pytest.param(DIGEST_MS, 0.38, marks=FUSED_DIGEST, id="fused_digest")],
 )  # fmt: skip
 def test_a_timer_forging_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device, skipped_ms, share):
     """Real calls as fast as the reference's, a timer claiming `share` of them, `skipped_ms` of the harness skipped."""
