@@ -19,7 +19,9 @@ line of a problem counts). Per journal:
   harness part it used: the gap beyond the call's share and the jitter, over the harness's work per repetition that
   the allowance was computed from (the allowance's own terms, judge/wall.py);
 - each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
-  each side.
+  each side;
+- where the journal has them, the candidate's seal (its outputs' digests and handoff, timed apart from its calls)
+  beyond the reference's, over the reference's: what judge/wall.py's SEAL_SLACK must cover.
 """
 
 from __future__ import annotations
@@ -105,6 +107,14 @@ def summary(path: Path, cap: float) -> None:
         used = max(g[1] for g in gaps)
         print(f"  the parent's figure above the timer's: 5-95 % {of_call[0]:+.1%} to {of_call[-1]:+.1%} of the call; "
               f"the allowance's harness part used at most {used:.1%} of the harness's work")  # fmt: skip
+    seals = [s["wall"] for s in shapes if (s.get("wall") or {}).get("seal_ms")]
+    if len(seals) >= 2:
+        beyond = [w["seal_excess_ms"] / w["seal_ms"] for w in seals]
+        ventiles = statistics.quantiles(beyond, n=20)
+        print(f"  the candidate's seal beyond the reference's, over the reference's: 5-95 % {ventiles[0]:+.1%} to "
+              f"{ventiles[-1]:+.1%}, most {max(beyond):+.1%}, {max(w['seal_excess_ms'] for w in seals):+.3f} ms a call "
+              f"at most; the reference's seal a median {statistics.median(w['seal_ms'] for w in seals):.3f} ms a "
+              f"repetition ({len(seals)} shapes)")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (

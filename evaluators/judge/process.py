@@ -115,6 +115,7 @@ class Reply:
     meta: dict
     sent: float
     received: float
+    then: Reply | None = None  # the reply to the command sent right behind this one (Worker.call's `then`)
 
     @property
     def span(self) -> float:
@@ -188,32 +189,49 @@ class Worker:
     def call(self, command: dict, event: str | None, stage: str) -> Reply:
         """Send one command and wait, under `stage`'s limit, for its one reply (`event`, or "error").
 
+        A command may carry `then`: (a second command, its event), sent with it, whose reply is the first's `then`.
+        The second is already in the pipe when the first is answered, so the parent's clock splits the two at the
+        first reply with no gap between them in which the worker's process waits for the parent.
+
         Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
         """
         with self._lock:
             self.stage = stage
             if unsolicited(self._chan_r):
                 raise self._protocol_broken("sent a frame nobody asked for") if self._has_bytes() else self._died()
-            command_id = secrets.randbits(63)
+            then = command.pop("then", None)
+            ids = [secrets.randbits(63) for _ in range(2 if then else 1)]
             sent = time.perf_counter()
-            self._send({"id": command_id, "stage": stage, **command})
-            limit = self._limit(stage)
-            try:
-                got, meta = read_reply(self._chan_r, command_id, sent + limit)
-            except ChannelTimeout:
-                self.kill()
-                raise WorkerFailure(
-                    "timeout", stage, f"{stage} stage exceeded its {limit:g} s limit", self.output_text()
-                ) from None
-            except ChannelClosed:
-                raise self._died() from None
-            except ChannelError as exc:
-                raise self._protocol_broken(f"sent {exc}") from None
-            received = time.perf_counter()
-            self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + received - sent
-            if event is not None and got not in (event, "error"):
-                raise self._protocol_broken(f"sent {got!r} where {event!r} was expected")
-            return Reply(got, meta, sent, received)
+            self._send({"id": ids[0], "stage": stage, **command})
+            if then:
+                self._send({"id": ids[1], "stage": stage, **then[0]})
+            reply = self._reply(ids[0], event, stage, sent, sent)
+            if then and reply.event != "error":
+                second = self._reply(ids[1], then[1], stage, sent, reply.received)
+                if second.event == "error":
+                    return second  # the pair's failure, as the caller reads any command's
+                reply.then = second
+            return reply
+
+    def _reply(self, command_id: int, event: str | None, stage: str, sent: float, since: float) -> Reply:
+        """The reply to `command_id`, sent at `sent` (its stage's limit runs from there), its span counted `since`."""
+        limit = self._limit(stage)
+        try:
+            got, meta = read_reply(self._chan_r, command_id, sent + limit)
+        except ChannelTimeout:
+            self.kill()
+            raise WorkerFailure(
+                "timeout", stage, f"{stage} stage exceeded its {limit:g} s limit", self.output_text()
+            ) from None
+        except ChannelClosed:
+            raise self._died() from None
+        except ChannelError as exc:
+            raise self._protocol_broken(f"sent {exc}") from None
+        received = time.perf_counter()
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + received - since
+        if event is not None and got not in (event, "error"):
+            raise self._protocol_broken(f"sent {got!r} where {event!r} was expected")
+        return Reply(got, meta, since, received)
 
     def _has_bytes(self) -> bool:
         """Whether the waiting data is bytes (a frame) rather than the end of the stream (a death)."""

@@ -23,13 +23,15 @@ inputs of the candidate's repetition k of block b, and its output there answers 
 (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its clock never counts a
 wait for it.
 
-Each block's timing command holds every repetition's outputs and hands them over before it replies, inside the parent's
-clock, on both sides alike. From that reply until the candidate's next command its processes are stopped
-(judge/pause.py), and meanwhile the parent picks checked_per_block of the block's repetitions (all in a strict run) and
-the reference checks their outputs element by element: nothing the candidate does after its block, in a later block or
-command, can change what is checked, and nothing in its process decides or knows how it will be checked. A block holds
-no more repetitions than the device keeps outputs of at once (the layout's `retained`); a shape needs more blocks where
-its outputs are large.
+Each block's timing command holds every repetition's outputs; its seal, sent with it and answered right behind it, takes
+their digests (on a GPU) and hands them over, on both sides alike. The parent's clock times the two apart: a seal longer
+than the reference's counts as calls' work (judge/wall.py), and the digests are no longer harness work a process could
+do inside its own calls and be credited. From the seal's reply until the candidate's next command its processes are
+stopped (judge/pause.py), and meanwhile the parent picks checked_per_block of the block's repetitions (all in a strict
+run) and the reference checks their outputs element by element: nothing the candidate does after its block, in a later
+block or command, can change what is checked, and nothing in its process decides or knows how it will be checked. A
+block holds no more repetitions than the device keeps outputs of at once (the layout's `retained`); a shape needs more
+blocks where its outputs are large.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
@@ -94,6 +96,7 @@ class Block:
     reps: int
     nonce: int
     seconds: float = 0.0
+    seal_s: float = 0.0  # its seal's span, from the block's reply to the seal's (Side.block)
 
 
 @dataclass
@@ -259,16 +262,24 @@ class Side:
         return reply.meta
 
     def block(self, first: int, reps: int, nonce: int) -> None:
-        """One block of repetitions on inputs from `nonce`, its reply joined to the earlier blocks'."""
-        reply = self.call(self.command(first, reps, nonce), "timing")
+        """One block of repetitions on inputs from `nonce`, then its seal; the block's reply joined to the earlier's.
+
+        The seal (the held outputs' digests, their handoff) is sent with the block and answered right behind it, so
+        the parent's clock times the two apart with no pause between them (judge/wall.py weighs the seal's span).
+        """
+        command = self.command(first, reps, nonce) | {"then": ({"cmd": "seal", "shape": self.shape}, "sealed")}
+        reply = self.call(command, "timing")
+        seal = reply.then
         facts = self.timing.facts
         for key in ("times_ms", "issue_ms", "prepare_ms"):
             values = reply.meta.get(key)
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed).
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
-        self.timing.blocks.append(Block(first, reps, nonce, reply.span))
-        self.last_reply = reply.meta
+        self.timing.blocks.append(Block(first, reps, nonce, reply.span, seal.span if seal else 0.0))
+        # What the check reads (the handoff, the digests) is the seal's; a reply that carries them itself is ignored.
+        self.last_reply = {k: v for k, v in reply.meta.items() if k not in ("handed", "digests")}
+        self.last_reply |= seal.meta if seal else {}
 
     def finish(self, reference: bool) -> ShapeTiming:
         """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""

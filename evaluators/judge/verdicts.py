@@ -194,6 +194,8 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         command_ms=reference.fixed_s * 1e3,
         ping_ms=reference.floor_s * 1e3,
         harness_ms=clock.harness_ms,
+        seal_ms=clock.seal_ms,
+        seal_excess_ms=clock.seal_excess_ms,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)

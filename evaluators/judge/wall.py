@@ -44,6 +44,9 @@ from dataclasses import dataclass
 CALL_SLACK, CALL_SHARE, LAUNCHES_MS, HARNESS_SLACK, JITTER_MS = 0.10, 0.03, 0.15, 0.05, 1.0
 # The most of a block's calls the reference's fixed cost beyond the pipe may be credited as (see above).
 CREDIT_SHARE = 0.01
+# How much longer than the reference's a candidate's seal may take before the rest counts as its calls' work: a share
+# of the reference's seal per repetition (the outputs' digests, their handoff), and a fixed jitter of a command.
+SEAL_SLACK, SEAL_JITTER_MS = 0.10, 0.10
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
@@ -91,11 +94,27 @@ def slack_ms(parent: float, harness: float, reps: int, device: str) -> float:
     return share + HARNESS_SLACK * harness + JITTER_MS / reps
 
 
-def block_ms(block, reference, harness: float) -> float:
-    """The parent's figure per call for one block of a side other than the reference itself (judge_timing)."""
+def seal_ms(reference) -> float:
+    """The reference's seal per repetition (ms): the median over its blocks of its seal's span, less a ping."""
+    return statistics.median(max(0.0, b.seal_s - reference.floor_s) * 1e3 / b.reps for b in reference.blocks)
+
+
+def seal_excess_ms(block, reference, seal: float) -> float:
+    """What a block's seal took per call beyond the reference's seal of as many repetitions (may be negative)."""
+    return ((block.seal_s - reference.floor_s) * 1e3 - block.reps * seal) / block.reps
+
+
+def block_ms(block, reference, harness: float, seal: float) -> float:
+    """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
+
+    A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
+    the seal's noise, is work moved out of the calls (answers finished while the outputs are digested) and counts as
+    theirs.
+    """
     calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
     beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
-    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0))
+    moved = seal_excess_ms(block, reference, seal) - (SEAL_SLACK * seal + SEAL_JITTER_MS / block.reps)
+    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved)
 
 
 def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: float) -> float:
@@ -127,6 +146,8 @@ class Verdict:
     slack_ms: float
     blocks_ms: list[float]  # the parent's figure per block, whose median is parent_ms
     harness_ms: float = 0.0  # the harness's own work per repetition, by the reference's blocks (harness_ms)
+    seal_ms: float = 0.0  # the reference's seal per repetition (seal_ms)
+    seal_excess_ms: float = 0.0  # the side's seal per call beyond it, the median over its blocks (seal_excess_ms)
 
     @property
     def disputed(self) -> bool:
@@ -144,11 +165,11 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     count comes from its warm-up, which a candidate can slow on purpose to be given few repetitions and so a wider
     allowance for a timer that claims a share of each call.
     """
-    harness = harness_ms(reference)
+    harness, seal = harness_ms(reference), seal_ms(reference)
     if side is reference or device != "cuda":
         blocks = [parent_ms(Span(b.seconds, b.reps), reference.fixed_s, harness) for b in side.blocks]
     else:
-        blocks = [block_ms(b, reference, harness) for b in side.blocks]
+        blocks = [block_ms(b, reference, harness, seal) for b in side.blocks]
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
@@ -157,4 +178,5 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
         side.side_stream_ms, reference.side_stream_ms, reported)  # fmt: skip
     claimed = reported + side_ms
     reps = max(side.reps, honest_reps(parent))
-    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness)
+    excess = statistics.median(seal_excess_ms(b, reference, seal) for b in side.blocks)
+    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess)

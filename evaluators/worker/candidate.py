@@ -60,6 +60,8 @@ def serve_candidate(session: Session) -> None:
             session.reply("warmed", {})
         elif cmd == "time":
             session.reply("timing", session.time(models[i], command)[0])
+        elif cmd == "seal":
+            session.reply("sealed", session.seal())
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(models[i], command["seed"])})
         else:

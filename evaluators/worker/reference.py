@@ -289,6 +289,8 @@ def serve_reference(session: Session) -> None:
             facts, held = session.time(model, command)
             answers.keep(command, held)
             session.reply("timing", facts)
+        elif cmd == "seal":
+            session.reply("sealed", session.seal())
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "drain":

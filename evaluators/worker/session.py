@@ -17,7 +17,7 @@ from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
 # The commands of a shape's timing: its blocks, the reference's drains and checks between them, its pings after.
-TIMING_COMMANDS = ("time", "check_reps", "drain", "ping")
+TIMING_COMMANDS = ("time", "seal", "check_reps", "drain", "ping")
 
 
 class Session:
@@ -39,6 +39,7 @@ class Session:
         # (shape, its input sets and flush buffer): kept through the shape's timing commands (begin)
         self.timing_tensors: tuple[int, tuple] | None = None
         self.copying: set[int] = set()  # shapes whose calls reuse their output buffers: every held output copied
+        self.sealing: tuple[int, dict, bool] | None = None  # the block just timed: (shape, held outputs, on device)
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -62,6 +63,8 @@ class Session:
         short leaves none behind for the next evaluation.
         """
         timing = command["cmd"] in TIMING_COMMANDS
+        if command["cmd"] != "seal":
+            self.sealing = None  # a block's outputs wait for its seal only: it comes right behind its timing
         # The parent asks again only once the reference has compared (and dropped) them.
         self.held.release(keep_pool=timing)
         for fd in self.handed:
@@ -117,8 +120,7 @@ class Session:
         """The parent's timing command at the current shape: facts and the held outputs by repetition.
 
         The command carries the shape's timing layout (its input sets, where held outputs live): the parent lays each
-        shape's timing out on the memory free just before it. The held outputs are handed over (the facts'
-        "handed" names their descriptors, in the order of the repetitions).
+        shape's timing out on the memory free just before it. The held outputs wait for the block's seal (seal).
         """
         plan = timing.TimingPlan(
             first=command["first"],
@@ -140,12 +142,24 @@ class Session:
             )  # fmt: skip
         if plan.copy_all:
             self.copying.add(command["shape"])
-        # Handed over inside the command, on both sides alike: the parent's clock counts it for each, and the
-        # candidate's outputs are final before its reply (judge/timing_plan.py). The reference reads a few of the
-        # candidate's, lets the others' counts go, and reads none of its own; each process keeps them until its next
-        # command, which comes only once the reference is done with them.
-        on_device = self.device == "cuda" and command["held_on_device"]
-        unread = self.job["role"] == "reference"
-        facts["handed"] = [self.hand_over(output_name(command["shape"], "rep", rep), outputs, on_device, unread)
-                           for rep, outputs in held.items()]  # fmt: skip
+        if plan.hold:
+            self.sealing = command["shape"], held, self.device == "cuda" and command["held_on_device"]
         return facts, held
+
+    def seal(self) -> dict:
+        """The block just timed, sealed: its outputs' digests where they stay on the device, and their handoff.
+
+        Both in a command of their own, right behind the block's timing, on both sides alike (judge/timing_plan.py):
+        inside the timing command they were harness work the parent credited at the reference's cost, which a process
+        doing it inside its own calls skipped. The reference reads a few of the candidate's outputs, lets the others'
+        counts go, and reads none of its own; each process keeps them until its next command, which comes only once
+        the reference is done with them.
+        """
+        if self.sealing is None:
+            raise RuntimeError("a seal with no block timed just before it")
+        (shape, held, on_device), self.sealing = self.sealing, None
+        facts = {"digests": timing.digests(held)} if on_device else {}
+        unread = self.job["role"] == "reference"
+        facts["handed"] = [self.hand_over(output_name(shape, "rep", rep), outputs, on_device, unread)
+                           for rep, outputs in held.items()]  # fmt: skip
+        return facts

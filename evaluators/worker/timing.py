@@ -7,7 +7,8 @@ new allocations, a few sets alive in a shuffled order), so no cache keyed on poi
 replay an earlier answer. Every timed repetition's outputs are held for the reference's check (judge/timing_plan.py
 says when): nothing in this process decides or knows how an output will be checked. They are held as the call made
 them, copied only where the call reuses a buffer or returns a view, and then inside the repetition's time
-(trials.hold_as_made). Each output held on the device gets its digest as it is held (worker/output_digest.py).
+(trials.hold_as_made). Outputs held on the device get their digests in the block's seal, the command right behind it
+(digests; worker/output_digest.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
@@ -193,9 +194,7 @@ def _loop(
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
-    # Outputs held on the device stay writable by the candidate's process: each gets its digest as it is held.
-    digester = output_digest.load() if cuda and plan.hold and plan.held_device != "cpu" else None
-    times, issued, prepared, held, digests = [], [], [], {}, []
+    times, issued, prepared, held = [], [], [], {}
     spans = None if plan.copy_all else []  # the memory of the outputs held as made (trials.hold_as_made)
 
     def copy(tensor):
@@ -227,10 +226,6 @@ def _loop(
         if plan.hold:
             # Held to the end of the loop on both sides, so each repetition's outputs are new allocations in either.
             held[rep] = [tensor if tensor is not None else copy(out) for tensor, out in zip(kept, made, strict=True)]
-            if digester:
-                if i == 0:
-                    digester.reserve(plan.reps * len(held[rep]), plan.held_device)
-                digests.append([digester.of(tensor) for tensor in held[rep]])
         del output
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
@@ -245,9 +240,20 @@ def _loop(
     if not cuda:
         return {"times_ms": times, "label": "interpreter"}, held
     facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
-    if digester:
-        facts["digests"] = output_digest.read(digests, digester.joined())
     return facts | {"label": "cuda-events"}, held
+
+
+def digests(held: dict[int, list]) -> list[list[str]]:
+    """Per repetition, per output, the digest of a block's outputs held on the device (worker/output_digest.py).
+
+    Taken in the block's seal, the command sent right behind its timing (judge/timing_plan.py): inside the timing
+    command it was harness work the parent credited at the reference's cost, which a process that digested its outputs
+    inside its own calls skipped.
+    """
+    digester = output_digest.load()
+    digester.reserve(sum(map(len, held.values())), "cuda")
+    queued = [[digester.of(tensor) for tensor in outputs] for outputs in held.values()]
+    return output_digest.read(queued, digester.joined())
 
 
 def _held_now(output, plan: TimingPlan, spans: list | None, copy) -> tuple[list, list]:

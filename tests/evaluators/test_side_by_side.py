@@ -1,6 +1,8 @@
 """The reference and the candidate timed in turns: the commands each process gets, the replies joined, the probes,
 and the reference's check of each block while the candidate is stopped."""
 
+from __future__ import annotations
+
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +33,14 @@ class Reply:
     event: str
     meta: dict
     span: float
+    then: Reply | None = None  # the seal's reply, where the command carried one (judge/timing_plan.Side.block)
+
+
+def sealed(reply: Reply, command: dict, span: float) -> Reply:
+    """`reply` with the seal's behind it where `command` asked for one: the handoff moves there."""
+    if "then" in command:
+        reply.then = Reply("sealed", {"handed": reply.meta.pop("handed")}, span)
+    return reply
 
 
 class Process:
@@ -59,7 +69,7 @@ class Process:
             "issue_ms": [self.issue_ms] * reps,
             "prepare_ms": [0.04] * reps,
         }
-        return Reply("timing", meta, FIXED_S + reps * self.call_s)
+        return sealed(Reply("timing", meta, FIXED_S + reps * self.call_s), command, FIXED_S)
 
     def mismatch(self, command: dict):
         """The reference's check: every candidate output matches."""

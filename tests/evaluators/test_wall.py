@@ -9,7 +9,17 @@ from evaluators.judge import verdicts
 from evaluators.judge.evaluate import _malformed_timing
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import LONGEST_MS, Block, ShapeTiming, honest_reps
-from evaluators.judge.wall import CREDIT_SHARE, Span, harness_ms, judge_timing, parent_ms, reported_ms, slack_ms
+from evaluators.judge.wall import (
+    CREDIT_SHARE,
+    SEAL_JITTER_MS,
+    SEAL_SLACK,
+    Span,
+    harness_ms,
+    judge_timing,
+    parent_ms,
+    reported_ms,
+    slack_ms,
+)
 
 BLOCKS, BLOCK_REPS = 10, 10
 REPS = BLOCKS * BLOCK_REPS
@@ -230,3 +240,28 @@ def test_the_claim_holds_only_the_side_stream_work_the_runtime_counts():
     claims = [judge_timing(side, reference, REPS_FOR, "cuda").claimed_ms for side in (quiet, lifted, counted)]
     assert claims == pytest.approx([0.2, 0.2, 0.25])
     assert judge_timing(reference, reference, REPS_FOR, "cuda").claimed_ms == pytest.approx(0.215)
+
+
+def sealed(shape: ShapeTiming, seal_ms_per_rep: float) -> ShapeTiming:
+    """`shape` with each block's seal taking the pipe and `seal_ms_per_rep` a repetition (timing_plan.Side.block)."""
+    for block in shape.blocks:
+        block.seal_s = FIXED_S + block.reps * seal_ms_per_rep * 1e-3
+    return shape
+
+
+def test_a_seal_longer_than_the_references_past_its_noise_counts_as_the_calls_work():
+    """Work moved from the calls into the seal (answers finished while the outputs are digested) is the calls'."""
+    reference = sealed(honest(1.0), 0.5)
+    within = 0.5 + 0.9 * (SEAL_SLACK * 0.5 + SEAL_JITTER_MS / BLOCK_REPS)
+    assert judge_timing(sealed(honest(1.0), within), reference, REPS_FOR, "cuda").parent_ms == pytest.approx(1.0)
+    mover = sealed(timing([0.6] * REPS, 0.6), 0.5 + 0.4)  # 0.4 ms of each call done in the seal
+    clock = judge_timing(mover, reference, REPS_FOR, "cuda")
+    assert clock.parent_ms == pytest.approx(1.0 - SEAL_SLACK * 0.5 - SEAL_JITTER_MS / BLOCK_REPS)
+    assert clock.seal_ms == pytest.approx(0.5) and clock.seal_excess_ms == pytest.approx(0.4)
+    assert clock.disputed
+
+
+def test_a_seal_quicker_than_the_references_is_credited_nothing():
+    reference = sealed(honest(1.0), 0.5)
+    clock = judge_timing(sealed(honest(1.0), 0.0), reference, REPS_FOR, "cuda")
+    assert clock.parent_ms == pytest.approx(1.0) and clock.seal_excess_ms == pytest.approx(-0.5)

@@ -15,8 +15,6 @@ stays xfail: those spans and times are exactly an honest kernel's that is faster
 the parent's clock tells the two apart (docs/CONTRACTS.md, "Harness work the candidate skips or overlaps").
 """
 
-from dataclasses import dataclass
-
 import pytest
 
 from evaluators import EvalOptions
@@ -24,19 +22,12 @@ from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.strict import clears, recheck_due, standing
 from evaluators.judge.timing_plan import time_side_by_side
-from tests.evaluators.test_side_by_side import quiet_for, where
+from tests.evaluators.test_side_by_side import Reply, quiet_for, sealed, where
 
 FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
 HARNESS_MS = 0.2  # the harness's work per repetition: the input draw and the 512 MB flush (about 0.2 ms, an H100)
 REFERENCE_MS, REAL_MS = 0.30, 0.20  # what each side's calls really take
 FORGED_MS = 0.05  # what the forger's timer says, in both runs
-
-
-@dataclass
-class Reply:
-    event: str
-    meta: dict
-    span: float
 
 
 class Process:
@@ -64,7 +55,7 @@ class Process:
             "issue_ms": [0.02] * reps,
             "prepare_ms": [0.04] * reps,
         }
-        return Reply("timing", meta, FIXED_S + reps * (self.call_ms + self.harness_ms) * 1e-3)
+        return sealed(Reply("timing", meta, FIXED_S + reps * (self.call_ms + self.harness_ms) * 1e-3), command, FIXED_S)
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ from evaluators.worker import device_idle
 from evaluators.worker.device_idle import DEADLINE_S
 from tests.evaluators.conftest import PROBLEM, candidate
 from tests.evaluators.redteam.test_redteam import false_accept
-from tests.evaluators.test_side_by_side import where
+from tests.evaluators.test_side_by_side import Reply, where
 
 HERE = Path(__file__).parent
 # Each timing command's own cost (the pipe, the last sync, the reply), and of it the pipe's (a ping's): the medians of
@@ -78,13 +78,6 @@ class Leftover:
 
 
 @dataclass
-class Reply:
-    event: str
-    meta: dict
-    span: float
-
-
-@dataclass
 class Device:
     now: float = 0.0
     leftover: Leftover | None = None
@@ -99,9 +92,11 @@ class Device:
 class Worker:
     """A worker on the simulated device: its spans are its calls and the harness, slowed by what overlaps them."""
 
-    def __init__(self, device: Device, name: str, call_ms: float, harness_ms: float, warm_ms: float | None = None):
+    def __init__(self, device: Device, name: str, call_ms: float, harness_ms: float, warm_ms: float | None = None,
+                 seal_ms: float = 0.0):  # fmt: skip
         self.device, self.name, self.call_ms, self.harness_ms = device, name, call_ms, harness_ms
         self.warm_ms = call_ms if warm_ms is None else warm_ms  # what a warm-up call costs (its span)
+        self.seal_ms = seal_ms  # its seal's work per repetition, beyond the pipe (the outputs' digests)
         # The reference's wait for the device (worker/device_idle.Drain) timing its read on the simulated device:
         # slowed, as every read is, by the driver's clearing of memory given back (a leftover the drain's round trips
         # do not see). Made as the worker starts, on a quiet device.
@@ -167,7 +162,12 @@ class Worker:
             "issue_ms": [0.02] * reps,
             "prepare_ms": [0.04] * reps,
         }
-        return Reply("timing", meta, device.now - started)
+        reply = Reply("timing", meta, device.now - started)
+        if "then" in command:  # the seal, right behind: the pipe and its work per repetition
+            sealing = PIPE_S + reps * self.seal_ms * 1e-3
+            device.now += sealing
+            reply.then = Reply("sealed", {"handed": meta.pop("handed")}, sealing)
+        return reply
 
 
 def block_index(command: dict) -> int | None:
@@ -422,34 +422,55 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
 # level1/19_ReLU on an H100 (bench/data/identity_l1_h100_904511c.jsonl.gz): a 4.44 ms call whose harness work per
 # repetition backed out of its allowance at 11.1 ms there: drawing a 6 GiB input, copying and digesting as large an
 # output, the flush. Each output is now held as made (worker/trials.hold_as_made), so the copy (estimated at about the
-# call's time, from its bytes) is gone from both sides; the digest reads the output once, about half of that.
+# call's time, from its bytes) is gone from both sides, and the digest (one read of the output, about half of that)
+# moved to the block's seal, timed apart: what is left in the timing command is the draw and the flush.
 HEAVY_CALL_MS, COPY_MS, DIGEST_MS = 4.44, 4.4, 2.2
-HEAVY_HARNESS_MS = 11.1 - COPY_MS
+HEAVY_HARNESS_MS = 11.1 - COPY_MS - DIGEST_MS
 
 
 HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer HARNESS_SLACK (5 %) of "
                                     "the harness's work per repetition, which on KernelBench's memory-bound shapes is "
-                                    "larger than the call: a timer claiming 0.86 of a 4.44 ms call reads 1.16x with no "
-                                    "flag beside 6.7 ms of harness (at 15 %, and with the copy: 1.79x beside 11.1 ms, "
-                                    "second red team of 2026-11-28)")  # fmt: skip
-FUSED_DIGEST = pytest.mark.xfail(strict=True, reason="open: the harness's work in the candidate's process is credited "
-                                 "at the reference's cost, and a process that does the harness's digest of each held "
-                                 "output inside its own call (or draws its inputs there) skips that much of it: 2.6x "
-                                 "with no flag on this shape, its timer claiming 0.38. The copy, skipped the same way "
-                                 "for 9x, is gone from both sides; the digest and the draw need commands of their "
-                                 "own, timed apart from the calls'")  # fmt: skip
+                                    "about the call's: a timer claiming 0.88 of a 4.44 ms call reads 1.14x with no "
+                                    "flag beside the 4.5 ms left of the harness, the draw's (at 15 %, with the "
+                                    "copy and the digest in the command: 1.79x, red team of 2026-11-28)")  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("skipped_ms", "share"),
-    [pytest.param(0.0, 0.86, marks=HEAVY_ALLOWANCE, id="allowance"),
-     pytest.param(DIGEST_MS, 0.38, marks=FUSED_DIGEST, id="fused_digest")],
-)  # fmt: skip
-def test_a_timer_forging_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device, skipped_ms, share):
-    """Real calls as fast as the reference's, a timer claiming `share` of them, `skipped_ms` of the harness skipped."""
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS)
-    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS - skipped_ms, share=share)
+@HEAVY_ALLOWANCE
+def test_a_timer_forging_within_the_allowance_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device):
+    """Real calls as fast as the reference's, a timer claiming 0.88 of them."""
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS, share=0.88)
     result = judged(tmp_path, reference, forger)
+    assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
+
+
+def test_a_process_digesting_its_outputs_inside_its_calls_is_credited_nothing_for_it(tmp_path, cuda_lock, device):
+    """Its seal answers at once, the digests taken inside its calls for free; its timer claims 0.38 of them.
+
+    With the digest inside the timing command, credited at the reference's cost, this read 2.6x with no flag.
+    """
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.38)
+    result = judged(tmp_path, reference, forger)
+    assert "timing_disputed" in codes(result), (codes(result), result.speedup)
+
+
+class FinishesInTheSeal(Forger):
+    """Its calls do `share` of the work and its timer says so; the rest is done in the seal, beside the digests."""
+
+    def __init__(self, *args, share: float, **kwargs):
+        super().__init__(*args, share=share, **kwargs)
+        self.seal_ms += (1 - share) * self.call_ms
+        self.call_ms *= share
+
+    def claims(self, command, real_ms):
+        return real_ms
+
+
+def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cuda_lock, device):
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
+    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS, share=0.5)
+    result = judged(tmp_path, reference, mover)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
 
