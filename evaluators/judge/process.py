@@ -199,10 +199,10 @@ class Worker:
             self.stage = stage
             if unsolicited(self._chan_r):
                 raise self._protocol_broken("sent a frame nobody asked for") if self._has_bytes() else self._died()
-            then = command.pop("then", None)
+            then = command.get("then")
             ids = [secrets.randbits(63) for _ in range(2 if then else 1)]
             sent = time.perf_counter()
-            self._send({"id": ids[0], "stage": stage, **command})
+            self._send({"id": ids[0], "stage": stage, **{k: v for k, v in command.items() if k != "then"}})
             if then:
                 self._send({"id": ids[1], "stage": stage, **then[0]})
             reply = self._reply(ids[0], event, stage, sent, sent)

@@ -405,8 +405,12 @@ def _release(rep: int, handed: Handed) -> list | None:
 
 
 def _as_timed(digest, handed: Handed, max_bytes: int) -> list[torch.Tensor]:
-    """The candidate's device outputs as handed over, where their digest is `digest`, the one its timing took."""
-    found = open_shared(handed, max_bytes)
+    """The candidate's device outputs as handed over, where their digest is `digest`, the one its seal took.
+
+    Copied into this process's memory first, and the copy digested and compared: work the candidate queued before its
+    stop could otherwise write right answers into its memory between this digest and the comparison's read.
+    """
+    found = [tensor.clone() for tensor in open_shared(handed, max_bytes)]  # its memory let go as the opened go
     digester = output_digest.load()
     if output_digest.read([[digester.of(tensor) for tensor in found]])[0] != digest:
         raise HandoffError(

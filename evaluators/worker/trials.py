@@ -7,9 +7,10 @@ import torch
 # Bound at import, before candidate code can replace them: a patched Tensor.detach or .to could otherwise finish
 # deferred work at the moment the harness reads an output, outside every timed window.
 _EQUAL = torch.equal
-_DETACH, _TO, _CONTIGUOUS, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.contiguous, torch.Tensor.clone
+_DETACH, _TO, _CLONE = torch.Tensor.detach, torch.Tensor.to, torch.Tensor.clone
 _TENSOR = torch.tensor
 _IS_CONTIGUOUS, _STORAGE = torch.Tensor.is_contiguous, torch.Tensor.untyped_storage
+_IS_CONJ, _IS_NEG = torch.Tensor.is_conj, torch.Tensor.is_neg
 _STORAGE_PTR, _STORAGE_BYTES = torch.UntypedStorage.data_ptr, torch.UntypedStorage.nbytes
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -83,7 +84,9 @@ def flatten_outputs(output, device: str = "cpu", copy: bool = True) -> list[torc
             item = _TENSOR(item)
         if type(item) is not torch.Tensor:
             raise TypeError(f"forward returned {type(item).__name__} as output {i}; expected a torch.Tensor")
-        flat.append(_CONTIGUOUS(_TO(_DETACH(item), device, copy=True)) if copy else _DETACH(item))
+        # One copy, dense: a permuted view copied with its strides kept, then made contiguous, was copied twice.
+        flat.append(_TO(_DETACH(item), device, memory_format=torch.contiguous_format, copy=True) if copy else
+                    _DETACH(item))  # fmt: skip
     return flat
 
 
@@ -91,17 +94,21 @@ class OutputReused(Exception):
     """A call returned an output in memory where one it returned earlier in the block, held as made, lives."""
 
 
-def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int, int]] | None, copy) -> list:
+def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int, int]] | None, copy,
+                 trusted: bool = False) -> list:  # fmt: skip
     """What the timing loop holds of each of a repetition's outputs before its time is taken (None: not yet).
 
-    The output itself, where it is dense on `device` in memory no output held before lives in (`held`: the block's
-    storages' byte ranges, to which this repetition's are added): no process copies it. A held copy moved a
+    The output itself, where it is plain and dense on `device` in memory no output held before lives in (`held`: the
+    block's storages' byte ranges, to which this repetition's are added): no process copies it. A held copy moved a
     memory-bound output's bytes about as long as the call that made them, work in each process's own span that the
     parent credited at the reference's cost, and a candidate handing its outputs over as made was credited it (a red
-    team's 9x, simulated). `copy(tensor)` where it is not, made inside the repetition's time as the side's own cost: a
-    view, an output returned twice, or every output where `held` is None (a call that reuses its buffers). Raises
-    OutputReused where the call wrote into an earlier repetition's output: the caller times the block again, copying
-    all. None where the output is on another device: that copy waits for the device (worker/timing.py makes it after).
+    team's 9x, simulated). `copy(tensor)` where it is not, made inside the repetition's time as the side's own cost:
+    a view, a lazily conjugated or negated output (plain: the handoff describes no such thing), an output returned
+    twice, or every output where `held` is None (a call that reuses its buffers). Raises OutputReused where the call
+    wrote into an earlier repetition's output: the caller times the block again, copying all. None where the output
+    is on another device: that copy waits for the device (worker/timing.py makes it after). A `trusted` process's
+    views are held as made too (the reference's: no one reads its outputs through the handoff, and a layout copy in
+    its time would slow the baseline every candidate is measured against).
     """
     if held is None:
         return [copy(tensor) if tensor.device.type == device else None for tensor in outputs]
@@ -117,13 +124,23 @@ def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int,
         span = (_STORAGE_PTR(storage), _STORAGE_PTR(storage) + _STORAGE_BYTES(storage))
         if any(_overlap(span, other) for other in held):
             raise OutputReused
-        if _IS_CONTIGUOUS(tensor) and not any(_overlap(span, other) for other in mine):
+        if _plain(tensor, trusted) and not any(_overlap(span, other) for other in mine):
             mine.append(span)
             kept.append(tensor)
         else:
             kept.append(copy(tensor))
     held.extend(mine)
     return kept
+
+
+def _plain(tensor: torch.Tensor, any_strides: bool = False) -> bool:
+    """Whether its storage, dtype, shape and offset, all the handoff describes, say all its values.
+
+    Dense and in order (or strided in any way, with `any_strides`), with no lazy conjugation or negation: a copy
+    resolves those, a reader of its memory would not, nor would the digest's kernel.
+    """
+    dense = any_strides or _IS_CONTIGUOUS(tensor)
+    return tensor.layout == torch.strided and dense and not (_IS_CONJ(tensor) or _IS_NEG(tensor))
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -13,7 +13,7 @@ import torch
 
 from evaluators import EvalOptions, evaluate
 from evaluators.worker.timing import InputPool, TimingPlan, time_reps
-from evaluators.worker.trials import OutputReused, hold_as_made
+from evaluators.worker.trials import OutputReused, flatten_outputs, hold_as_made
 from tests.evaluators.conftest import PROBLEM, candidate
 from tests.evaluators.test_timing_lead import Flush, LoggingClocks
 
@@ -120,3 +120,29 @@ def test_a_candidate_reusing_its_output_buffer_is_judged_correct_and_not_dispute
     assert result.status == "correct", (result.status, result.error)
     assert result.speedup is not None
     assert "timing_disputed" not in [flag.code for flag in result.flags], result.flags
+
+
+def test_a_lazily_conjugated_output_is_copied_resolved():
+    """Its memory holds the values before conjugation: held as made, the reference would read those (red team)."""
+    x = torch.randn(8, dtype=torch.complex64)
+    copies = []
+
+    def copy(tensor):
+        copies.append(tensor)
+        return flatten_outputs([tensor])[0]
+
+    (kept,) = hold_as_made([x.conj()], "cpu", [], copy)
+    assert len(copies) == 1 and not kept.is_conj() and torch.equal(kept, x.conj().resolve_conj())
+
+
+def test_a_view_is_copied_once_into_a_dense_output():
+    y = torch.arange(12.0).reshape(3, 4)
+    (kept,) = flatten_outputs([y.t()])
+    assert kept.is_contiguous() and torch.equal(kept, y.t())
+
+
+def test_the_references_views_are_held_as_made():
+    """No layout copy inside the baseline every candidate is measured against; its own check reads them as they are."""
+    y = torch.arange(12.0).reshape(3, 4)
+    (kept,) = hold_as_made([y.t()], "cpu", [], torch.clone, trusted=True)
+    assert kept.data_ptr() == y.data_ptr() and not kept.is_contiguous()
