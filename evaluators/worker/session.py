@@ -132,7 +132,6 @@ class Session:
             held_device=self.device if command["held_on_device"] else "cpu",
             lead_ms=command.get("lead_ms", 0.0),
             copy_all=command["shape"] in self.copying,
-            trusted=self.job["role"] == "reference",
         )
         if self.timing_tensors is None or self.timing_tensors[0] != command["shape"]:
             self.timing_tensors = command["shape"], timing.timing_tensors(self.inputs_at, plan, self.device)

@@ -99,7 +99,6 @@ class TimingPlan:
     held_device: str  # where held copies live ("cpu" when the device has no room)
     lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
     copy_all: bool = False  # every held output copied: the call reuses its buffers (trials.hold_as_made)
-    trusted: bool = False  # the reference's own timing: its views held as made (trials.hold_as_made)
 
 
 def rep_seed(nonce: int, shape: int, offset: int) -> int:
@@ -262,7 +261,7 @@ def _held_now(output, plan: TimingPlan, spans: list | None, copy) -> tuple[list,
     if not plan.hold:
         return [], []
     made = flatten_outputs(output, copy=False)
-    return made, hold_as_made(made, plan.held_device, spans, copy, plan.trusted)
+    return made, hold_as_made(made, plan.held_device, spans, copy)
 
 
 PROBE_SAMPLES = 7

@@ -94,8 +94,7 @@ class OutputReused(Exception):
     """A call returned an output in memory where one it returned earlier in the block, held as made, lives."""
 
 
-def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int, int]] | None, copy,
-                 trusted: bool = False) -> list:  # fmt: skip
+def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int, int]] | None, copy) -> list:
     """What the timing loop holds of each of a repetition's outputs before its time is taken (None: not yet).
 
     The output itself, where it is plain and dense on `device` in memory no output held before lives in (`held`: the
@@ -106,9 +105,9 @@ def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int,
     a view, a lazily conjugated or negated output (plain: the handoff describes no such thing), an output returned
     twice, or every output where `held` is None (a call that reuses its buffers). Raises OutputReused where the call
     wrote into an earlier repetition's output: the caller times the block again, copying all. None where the output
-    is on another device: that copy waits for the device (worker/timing.py makes it after). A `trusted` process's
-    views are held as made too (the reference's: no one reads its outputs through the handoff, and a layout copy in
-    its time would slow the baseline every candidate is measured against).
+    is on another device: that copy waits for the device (worker/timing.py makes it after). The reference's views
+    are copied as the candidate's are: held as made, their digest's reshape copied them in the reference's seal, and
+    a candidate's seal had that copy's time as room for work moved out of its calls (a red team, simulated: 6.7x).
     """
     if held is None:
         return [copy(tensor) if tensor.device.type == device else None for tensor in outputs]
@@ -124,7 +123,7 @@ def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int,
         span = (_STORAGE_PTR(storage), _STORAGE_PTR(storage) + _STORAGE_BYTES(storage))
         if any(_overlap(span, other) for other in held):
             raise OutputReused
-        if _plain(tensor, trusted) and not any(_overlap(span, other) for other in mine):
+        if _plain(tensor) and not any(_overlap(span, other) for other in mine):
             mine.append(span)
             kept.append(tensor)
         else:
@@ -133,14 +132,12 @@ def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int,
     return kept
 
 
-def _plain(tensor: torch.Tensor, any_strides: bool = False) -> bool:
+def _plain(tensor: torch.Tensor) -> bool:
     """Whether its storage, dtype, shape and offset, all the handoff describes, say all its values.
 
-    Dense and in order (or strided in any way, with `any_strides`), with no lazy conjugation or negation: a copy
-    resolves those, a reader of its memory would not, nor would the digest's kernel.
+    Dense and in order, with no lazy conjugation or negation: a copy resolves those, a reader of its memory would not.
     """
-    dense = any_strides or _IS_CONTIGUOUS(tensor)
-    return tensor.layout == torch.strided and dense and not (_IS_CONJ(tensor) or _IS_NEG(tensor))
+    return tensor.layout == torch.strided and _IS_CONTIGUOUS(tensor) and not (_IS_CONJ(tensor) or _IS_NEG(tensor))
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -265,3 +265,15 @@ def test_a_seal_quicker_than_the_references_is_credited_nothing():
     reference = sealed(honest(1.0), 0.5)
     clock = judge_timing(sealed(honest(1.0), 0.0), reference, REPS_FOR, "cuda")
     assert clock.parent_ms == pytest.approx(1.0) and clock.seal_excess_ms == pytest.approx(-0.5)
+
+
+def test_on_the_cpu_a_blocks_seal_counts_as_its_calls():
+    """Off the GPU the seal hands the outputs over into files: a call's work put there is still the call's.
+
+    Weighed by no one before, a red team's Triton kernel doing all its work there read 1.3-1.8x (CPU).
+    """
+    reference = sealed(honest(1.0), 0.0)
+    lazy = sealed(timing([0.1] * REPS, 0.1), 0.9)  # 0.9 ms of each call's work done in its block's seal
+    clock = judge_timing(lazy, reference, REPS_FOR, "cpu")
+    assert clock.parent_ms == pytest.approx(1.0)
+    assert clock.disputed

@@ -70,6 +70,8 @@ EXPECTED = {
     "drop_held_reps": ("incorrect", "timed repetition"),  # a repetition not handed over cannot be read
     "overwrite_held_copies": ("incorrect", "timed repetition"),
     "rewrite_after_reply": ("incorrect", "timed repetition"),
+    # Its calls' work done in the block's seal: counted as theirs (the CPU's span holds the seal; a GPU's charges it).
+    "finish_in_the_seal": ("correct", None),
     "dup2_after_reply": ("incorrect", "timed repetition"),  # its own file put at the handed descriptor: too late
     "forge_time_in_output_iter": ("runtime_error", "expected a torch.Tensor"),
     "forge_reply": (None, None),
