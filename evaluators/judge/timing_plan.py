@@ -237,8 +237,8 @@ class Side:
     def command(self, first: int, reps: int, nonce: int, hold: bool = True) -> dict:
         """The timing command of repetitions first..first+reps.
 
-        Held, every repetition's outputs are kept and handed over before the reply. The side's timing sets live
-        until its next command of another kind (worker/session.py).
+        Held, every repetition's outputs are kept for the block's seal, which hands them over (block). The side's
+        timing sets live until its next command of another kind (worker/session.py).
         """
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce, "hold": hold,

@@ -2,10 +2,11 @@
 
 The parent times each timing command from sending it to having its reply. The reference ran the same routine in
 its own (trusted) process, in as many commands, and once more with no repetition (the fixed cost of a command:
-the pipe, the last sync, the reply), so what the harness costs per repetition (drawing inputs, flushing,
-copying the outputs and handing them over) is known apart from the reference's own calls; what is left of a
-side's span is its calls. Work hidden anywhere in the candidate's process while the command runs (a patched
-timer, answers recomputed between repetitions, a stall) shows up there.
+the pipe, the last sync, the reply), so what the harness costs per repetition (drawing inputs, flushing, holding the
+outputs) is known apart from the reference's own calls; what is left of a side's span is its calls. Work hidden
+anywhere in the candidate's process while the command runs (a patched timer, answers recomputed between repetitions,
+a stall) shows up there. The outputs' digests and handoff are the block's seal, timed apart and weighed against the
+reference's (block_ms).
 
 What a command costs beyond the pipe is work in the candidate's own process, which it may skip: credited in full at
 the reference's cost, a candidate answering its commands faster was credited the difference over each block's few

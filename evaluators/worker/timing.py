@@ -96,7 +96,7 @@ class TimingPlan:
     hold: bool  # every repetition's outputs copied and held (False: the rehearsal's and other unchecked runs)
     flush_mb: int
     timing_sets: int
-    held_device: str  # where held copies live ("cpu" when the device has no room)
+    held_device: str  # where held outputs live ("cpu" when the device has no room)
     lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
     copy_all: bool = False  # every held output copied: the call reuses its buffers (trials.hold_as_made)
 
