@@ -21,7 +21,9 @@ line of a problem counts). Per journal:
 - each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
   each side;
 - where the journal has them, the candidate's seal (its outputs' digests and handoff, timed apart from its calls)
-  beyond the reference's, over the reference's: what judge/wall.py's SEAL_SLACK must cover.
+  beyond the reference's, over the reference's: what judge/wall.py's SEAL_SLACK must cover; and the work a candidate
+  sealing as these did could move out of its calls into its seal unflagged (the seal's tolerance and its shortfall
+  against the reference's), as a share of the call.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import statistics
 from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.timing_plan import repetitions
-from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS
+from evaluators.judge.timing_plan import BLOCK_REPS, TIMING_BLOCKS, repetitions
+from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS, SEAL_JITTER_MS, SEAL_SLACK
 
 # The harness's share of the allowance when journals did not yet keep the harness's work (before harness_ms).
 JOURNALED_HARNESS_SLACK = 0.15
@@ -115,6 +117,10 @@ def summary(path: Path, cap: float) -> None:
               f"{ventiles[-1]:+.1%}, most {max(beyond):+.1%}, {max(w['seal_excess_ms'] for w in seals):+.3f} ms a call "
               f"at most; the reference's seal a median {statistics.median(w['seal_ms'] for w in seals):.3f} ms a "
               f"repetition ({len(seals)} shapes)")  # fmt: skip
+        moved = [seal_room(s) for s in shapes if (s.get("wall") or {}).get("seal_ms") and s.get("baseline_ms")]
+        print(f"  work a candidate sealing as these did could move from its calls into its seal unflagged: median "
+              f"{statistics.median(moved):.1%} of the call, over 10 % on {sum(m > 0.1 for m in moved)} of "
+              f"{len(moved)} shapes, most {max(moved):.1%}")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
@@ -126,6 +132,18 @@ def summary(path: Path, cap: float) -> None:
             low, high = ventiles[0], ventiles[-1]
             print(f"  the reference's {name}: median {statistics.median(values):.3f} ms, 5-95 % {low:.3f}-{high:.3f}, "
                   f"most {max(values):.3f} ({len(values)} shapes)")  # fmt: skip
+
+
+def seal_room(shape: dict) -> float:
+    """What a candidate's calls could move into its seal unflagged, over the call.
+
+    The seal's tolerance (judge/wall.py's SEAL_SLACK, and SEAL_JITTER_MS over a block of the shape's repetitions as the
+    parent splits them), plus what the candidate's seal ran under the reference's.
+    """
+    wall, reps = shape["wall"], shape.get("reps") or 1
+    block_reps = reps / max(1, min(TIMING_BLOCKS, reps // BLOCK_REPS))
+    room = SEAL_SLACK * wall["seal_ms"] + SEAL_JITTER_MS / block_reps - wall["seal_excess_ms"]
+    return max(0.0, room) / shape["baseline_ms"]
 
 
 def honest_gap(shape: dict) -> tuple[float, float] | None:
