@@ -476,14 +476,15 @@ def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cu
 
 @pytest.mark.xfail(strict=True, reason="open: the seal's work is the candidate's own, weighed against the reference's "
                    "seal; a process whose kernel finishing its answers in the seal takes the digest with them, as it "
-                   "writes them, has the reference's whole digest as room: 0.46 of the work left in the calls read "
-                   "2.17x with an honest timer and no flag (red team of the seal, 2026-11-28). On an H200 honest "
+                   "writes them, has the reference's whole digest as room: 0.39 of the work left in the calls reads "
+                   "2.56x with an honest timer and no flag (2.6x for the digest fused in the calls before the seal; "
+                   "red team of the seal, 2026-11-28). On an H200 honest "
                    "candidates' seals also ran a median 4 % and 9 % under the reference's (levels 1 and 2), up to 22 "
                    "% and 27 % at the 5th percentile: more room. Closing it needs the outputs pinned by trusted work: "
                    "the reference copying them as the seal, its copy's span weighed")  # fmt: skip
 def test_work_moved_into_a_seal_that_fuses_the_digest_counts_as_the_calls(tmp_path, cuda_lock, device):
     reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
-    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.46)
+    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.39)
     result = judged(tmp_path, reference, mover)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
