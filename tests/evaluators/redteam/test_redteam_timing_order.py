@@ -419,27 +419,26 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
 
 # --- heavy_harness: the harness's own work, credited at the reference's cost ----------------------------------------
 
-# level1/19_ReLU on an H100 (bench/data/identity_l1_h100_904511c.jsonl.gz): a 4.44 ms call whose harness work per
-# repetition backed out of its allowance at 11.1 ms there: drawing a 6 GiB input, copying and digesting as large an
-# output, the flush. Each output is now held as made (worker/trials.hold_as_made), so the copy (estimated at about the
-# call's time, from its bytes) is gone from both sides, and the digest (one read of the output, about half of that)
-# moved to the block's seal, timed apart: what is left in the timing command is the draw and the flush.
-HEAVY_CALL_MS, COPY_MS, DIGEST_MS = 4.44, 4.4, 2.2
-HEAVY_HARNESS_MS = 11.1 - COPY_MS - DIGEST_MS
+# level1/19_ReLU on an H200 with the block's seal (bench/data/identity_l1_h200_7422b3e.jsonl.gz, `harness_ms` and
+# `seal_ms`): a 3.04 ms call, 3.39 ms of harness work a repetition left in the timing command (drawing a 6 GiB input,
+# the flush), and a seal of 3.55 ms a repetition (digesting as large an output, handing it over). Before, on an H100
+# (904511c), the harness had backed out at 11.1 ms a repetition beside a 4.44 ms call, with the copy and the digest in
+# the timing command; each output is now held as made (worker/trials.hold_as_made), and the copy is gone.
+HEAVY_CALL_MS, HEAVY_HARNESS_MS, SEAL_MS = 3.04, 3.39, 3.55
 
 
 HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer HARNESS_SLACK (5 %) of "
                                     "the harness's work per repetition, which on KernelBench's memory-bound shapes is "
-                                    "about the call's: a timer claiming 0.88 of a 4.44 ms call reads 1.14x with no "
-                                    "flag beside the 4.5 ms left of the harness, the draw's (at 15 %, with the "
-                                    "copy and the digest in the command: 1.79x, red team of 2026-11-28)")  # fmt: skip
+                                    "about the call's: a timer claiming 0.86 of the call reads 1.16x with no flag "
+                                    "(at 15 %, with the copy and the digest in the command, 1.79x on an H100's "
+                                    "figures; red team of 2026-11-28)")  # fmt: skip
 
 
 @HEAVY_ALLOWANCE
 def test_a_timer_forging_within_the_allowance_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device):
-    """Real calls as fast as the reference's, a timer claiming 0.88 of them."""
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
-    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS, share=0.88)
+    """Real calls as fast as the reference's, a timer claiming 0.86 of them."""
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
+    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=0.86)
     result = judged(tmp_path, reference, forger)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
@@ -447,9 +446,10 @@ def test_a_timer_forging_within_the_allowance_beside_a_heavy_harness_is_disputed
 def test_a_process_digesting_its_outputs_inside_its_calls_is_credited_nothing_for_it(tmp_path, cuda_lock, device):
     """Its seal answers at once, the digests taken inside its calls for free; its timer claims 0.38 of them.
 
-    With the digest inside the timing command, credited at the reference's cost, this read 2.6x with no flag.
+    With the digest inside the timing command, credited at the reference's cost, this read 2.6x with no flag (on the
+    H100's figures of the time).
     """
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
     forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.38)
     result = judged(tmp_path, reference, forger)
     assert "timing_disputed" in codes(result), (codes(result), result.speedup)
@@ -468,23 +468,24 @@ class FinishesInTheSeal(Forger):
 
 
 def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cuda_lock, device):
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
-    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS, share=0.5)
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
+    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=0.5)
     result = judged(tmp_path, reference, mover)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
 
 @pytest.mark.xfail(strict=True, reason="open: the seal's work is the candidate's own, weighed against the reference's "
                    "seal; a process whose kernel finishing its answers in the seal takes the digest with them, as it "
-                   "writes them, has the reference's whole digest as room: 0.39 of the work left in the calls reads "
-                   "2.56x with an honest timer and no flag (2.6x for the digest fused in the calls before the seal; "
-                   "red team of the seal, 2026-11-28). On an H200 honest "
-                   "candidates' seals also ran a median 4 % and 9 % under the reference's (levels 1 and 2), up to 22 "
-                   "% and 27 % at the 5th percentile: more room. Closing it needs the outputs pinned by trusted work: "
-                   "the reference copying them as the seal, its copy's span weighed")  # fmt: skip
+                   "writes them, has the reference's whole seal as room, here longer than the call: 0.11 of the "
+                   "work left in the calls reads 9.1x, under beyond_plausible's 10x, with an honest timer and no "
+                   "flag. The "
+                   "digest fused in the calls read as much before the seal. On an H200 honest candidates' seals also "
+                   "ran a median 4 % and 9 % under the reference's (levels 1 and 2). Closing it needs the outputs "
+                   "pinned by trusted work inside the candidate's span: the reference copying them, its copy "
+                   "counted in the candidate's block and calibrated by its own")  # fmt: skip
 def test_work_moved_into_a_seal_that_fuses_the_digest_counts_as_the_calls(tmp_path, cuda_lock, device):
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=DIGEST_MS)
-    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.39)
+    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
+    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.11)
     result = judged(tmp_path, reference, mover)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
