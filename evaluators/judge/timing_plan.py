@@ -269,17 +269,16 @@ class Side:
         """
         command = self.command(first, reps, nonce) | {"then": ({"cmd": "seal", "shape": self.shape}, "sealed")}
         reply = self.call(command, "timing")
-        seal = reply.then
+        seal = reply.then  # an "error" for either was raised by `call` (the candidate's, or the reference's)
         facts = self.timing.facts
         for key in ("times_ms", "issue_ms", "prepare_ms"):
             values = reply.meta.get(key)
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed).
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
-        self.timing.blocks.append(Block(first, reps, nonce, reply.span, seal.span if seal else 0.0))
+        self.timing.blocks.append(Block(first, reps, nonce, reply.span, seal.span))
         # What the check reads (the handoff, the digests) is the seal's; a reply that carries them itself is ignored.
-        self.last_reply = {k: v for k, v in reply.meta.items() if k not in ("handed", "digests")}
-        self.last_reply |= seal.meta if seal else {}
+        self.last_reply = {k: v for k, v in reply.meta.items() if k not in ("handed", "digests")} | seal.meta
 
     def finish(self, reference: bool) -> ShapeTiming:
         """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""

@@ -86,7 +86,7 @@ def counted_s(block, reference, device: str) -> float:
     return block.seconds + max(0.0, block.seal_s - reference.floor_s)
 
 
-def harness_ms(reference, device: str = "cuda") -> float:
+def harness_ms(reference, device: str) -> float:
     """The harness's own milliseconds per repetition, outside the timed calls, by the reference's blocks.
 
     By the statistic every figure uses: the median over the reference's blocks of its span per repetition (less the

@@ -60,7 +60,7 @@ def judged(candidate: ShapeTiming, device: str = "cuda", reference: ShapeTiming 
 
 def test_the_calibration_recovers_the_real_time_and_the_harness():
     reference = honest(1.0)
-    harness = harness_ms(reference)
+    harness = harness_ms(reference, "cuda")
     assert harness == pytest.approx(HARNESS_MS)
     assert parent_ms(timing([0.01] * REPS, 0.5).span, FIXED_S, harness) == pytest.approx(0.5)
 
@@ -207,7 +207,7 @@ def test_the_credit_beyond_the_pipe_is_a_share_of_the_blocks_calls():
     verdict = judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cuda")
     assert verdict.parent_ms == pytest.approx(1.0 - CREDIT_SHARE)
     block = _answering_faster(1.0).blocks[0]
-    assert parent_ms(Span(block.seconds, block.reps), FIXED_S, harness_ms(reference)) == pytest.approx(
+    assert parent_ms(Span(block.seconds, block.reps), FIXED_S, harness_ms(reference, "cuda")) == pytest.approx(
         1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
     )
 
