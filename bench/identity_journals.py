@@ -13,6 +13,7 @@ line of a problem counts). Per journal:
   read the capped floor's half-width;
 - where the journal has them (since 1919712), the reference's timing command with no repetition and its ping, and the
   difference: the command's own work, which judge/wall.py credits a candidate's block only up to a share of its calls;
+- the harness's work per repetition in the timing command, a median (the journal's, or read back from the allowance);
 - the reach of the parent's allowance: per shape, the speedup a timer could claim unflagged over calls no faster than
   the reference's, the baseline over the parent's figure less the allowance (judge/wall.py, `slack_ms`);
 - how far an honest timer sat below the parent's figure, as a share of the call, and how much of the allowance's
@@ -21,7 +22,8 @@ line of a problem counts). Per journal:
 - each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
   each side;
 - where the journal has them, the candidate's seal (its outputs' digests and handoff, timed apart from its calls)
-  beyond the reference's, over the reference's: what judge/wall.py's SEAL_SLACK must cover; and the work a candidate
+  beyond the reference's, over the reference's, and the two shapes that needed most of the reference's seal beyond
+  the jitter term: what judge/wall.py's SEAL_SLACK must cover; and the work a candidate
   sealing as these did could move out of its calls into its seal unflagged (the seal's tolerance and its shortfall
   against the reference's), as a share of the call.
 """
@@ -102,6 +104,10 @@ def summary(path: Path, cap: float) -> None:
             f"  a timer's reach within the allowance: median {statistics.median(reach):.2f}x, over 1.2x on "
             f"{sum(r > 1.2 for r in reach)} of {len(reach)} shapes, over 1.5x on {sum(r > 1.5 for r in reach)}"
         )
+    harnesses = [harness for s in shapes if s.get("wall") and (harness := harness_of(s)) is not None]
+    if harnesses:
+        print(f"  the harness's work a repetition in the timing command: median {statistics.median(harnesses):.2f} ms "
+              f"({len(harnesses)} shapes)")  # fmt: skip
     gaps = [honest_gap(s) for s in shapes if s.get("wall") and s["wall"].get("claimed_ms")]
     gaps = [gap for gap in gaps if gap is not None]
     if len(gaps) >= 2:
@@ -113,14 +119,23 @@ def summary(path: Path, cap: float) -> None:
     if len(seals) >= 2:
         beyond = [w["seal_excess_ms"] / w["seal_ms"] for w in seals]
         ventiles = statistics.quantiles(beyond, n=20)
-        print(f"  the candidate's seal beyond the reference's, over the reference's: 5-95 % {ventiles[0]:+.1%} to "
-              f"{ventiles[-1]:+.1%}, most {max(beyond):+.1%}, {max(w['seal_excess_ms'] for w in seals):+.3f} ms a call "
-              f"at most; the reference's seal a median {statistics.median(w['seal_ms'] for w in seals):.3f} ms a "
-              f"repetition ({len(seals)} shapes)")  # fmt: skip
-        moved = [seal_room(s) for s in shapes if (s.get("wall") or {}).get("seal_ms") and s.get("baseline_ms")]
+        print(f"  the candidate's seal beyond the reference's, over the reference's: median "
+              f"{statistics.median(beyond):+.1%}, 5-95 % {ventiles[0]:+.1%} to {ventiles[-1]:+.1%}, most "
+              f"{max(beyond):+.1%}, {max(w['seal_excess_ms'] for w in seals):+.3f} ms a call at most; the reference's "
+              f"seal a median {statistics.median(w['seal_ms'] for w in seals):.3f} ms a repetition ({len(seals)} "
+              f"shapes)")  # fmt: skip
+        keyed = [(e["row"]["key"], s) for e in entries for s in ((e["strict"] or e["result"]).get("shapes") or [])]
+        needed = sorted((seal_needed(s), key) for key, s in keyed if (s.get("wall") or {}).get("seal_ms"))[-2:]
+        print(
+            "  the share of the reference's seal an honest seal needed beyond SEAL_JITTER_MS, the two most: "
+            + ", ".join(f"{share:.1%} ({key})" for share, key in reversed(needed))
+        )
+        moved = sorted((seal_room(s), key) for key, s in keyed if (s.get("wall") or {}).get("seal_ms")
+                       and s.get("baseline_ms"))  # fmt: skip
         print(f"  work a candidate sealing as these did could move from its calls into its seal unflagged: median "
-              f"{statistics.median(moved):.1%} of the call, over 10 % on {sum(m > 0.1 for m in moved)} of "
-              f"{len(moved)} shapes, most {max(moved):.1%}")  # fmt: skip
+              f"{statistics.median(m for m, _ in moved):.1%} of the call, over 10 % on "
+              f"{sum(m > 0.1 for m, _ in moved)} of {len(moved)} shapes, most {moved[-1][0]:.1%} "
+              f"({moved[-1][1]})")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
@@ -134,34 +149,64 @@ def summary(path: Path, cap: float) -> None:
                   f"most {max(values):.3f} ({len(values)} shapes)")  # fmt: skip
 
 
+def block_reps(shape: dict) -> float:
+    """The repetitions of one of the shape's blocks, as the parent splits them (judge/timing_plan.block_count)."""
+    reps = shape.get("reps") or 1
+    return reps / max(1, min(TIMING_BLOCKS, reps // BLOCK_REPS))
+
+
+def seal_needed(shape: dict) -> float:
+    """What share of the reference's seal the candidate's went beyond it, past the seal's jitter term."""
+    wall = shape["wall"]
+    return (wall["seal_excess_ms"] - SEAL_JITTER_MS / block_reps(shape)) / wall["seal_ms"]
+
+
 def seal_room(shape: dict) -> float:
     """What a candidate's calls could move into its seal unflagged, over the call.
 
     The seal's tolerance (judge/wall.py's SEAL_SLACK, and SEAL_JITTER_MS over a block of the shape's repetitions as the
     parent splits them), plus what the candidate's seal ran under the reference's.
     """
-    wall, reps = shape["wall"], shape.get("reps") or 1
-    block_reps = reps / max(1, min(TIMING_BLOCKS, reps // BLOCK_REPS))
-    room = SEAL_SLACK * wall["seal_ms"] + SEAL_JITTER_MS / block_reps - wall["seal_excess_ms"]
+    wall = shape["wall"]
+    room = SEAL_SLACK * wall["seal_ms"] + SEAL_JITTER_MS / block_reps(shape) - wall["seal_excess_ms"]
     return max(0.0, room) / shape["baseline_ms"]
 
 
 def honest_gap(shape: dict) -> tuple[float, float] | None:
     """(the parent's figure less the timer's, over the call; what of it the harness part covered, over the harness).
 
-    The harness's work per repetition is the journal's, or read back from the shape's allowance by judge/wall.py's
-    own terms where the journal predates it (judged under JOURNALED_HARNESS_SLACK).
+    The harness's work per repetition is harness_of's.
     """
-    wall, reps = shape["wall"], shape.get("reps") or 0
+    wall = shape["wall"]
     parent, claimed = wall["parent_ms"], wall["claimed_ms"]
-    call = max(parent, 0.0)
-    share = min(CALL_SLACK * call, CALL_SHARE * call + LAUNCHES_MS)
-    jitter = JITTER_MS / max(reps, repetitions(parent, "cuda", EvalOptions()))
-    harness = wall.get("harness_ms")
-    harness = (wall["slack_ms"] - share - jitter) / JOURNALED_HARNESS_SLACK if harness is None else harness
-    if harness <= 0 or claimed <= 0:
+    share, jitter = allowance_terms(shape)
+    harness = harness_of(shape)
+    if harness is None or harness <= 0 or claimed <= 0:
         return None
     return (parent - claimed) / claimed, (parent - claimed - share - jitter) / harness
+
+
+def allowance_terms(shape: dict) -> tuple[float, float]:
+    """(the call's share, the jitter's) of the shape's allowance, by judge/wall.py's terms."""
+    wall, reps = shape["wall"], shape.get("reps") or 0
+    call = max(wall["parent_ms"], 0.0)
+    share = min(CALL_SLACK * call, CALL_SHARE * call + LAUNCHES_MS)
+    return share, JITTER_MS / max(reps, repetitions(wall["parent_ms"], "cuda", EvalOptions()))
+
+
+def harness_of(shape: dict) -> float | None:
+    """The harness's work per repetition in the timing command; None where the journal has no wall figures.
+
+    The journal's own, or read back from the allowance where the journal predates it (judged under
+    JOURNALED_HARNESS_SLACK).
+    """
+    wall = shape["wall"]
+    if wall.get("harness_ms") is not None:
+        return wall["harness_ms"]
+    if wall.get("slack_ms") is None:
+        return None
+    share, jitter = allowance_terms(shape)
+    return (wall["slack_ms"] - share - jitter) / JOURNALED_HARNESS_SLACK
 
 
 def main() -> None:
