@@ -455,16 +455,13 @@ def test_a_process_digesting_its_outputs_inside_its_calls_is_credited_nothing_fo
     assert "timing_disputed" in codes(result), (codes(result), result.speedup)
 
 
-class FinishesInTheSeal(Forger):
+class FinishesInTheSeal(Worker):
     """Its calls do `share` of the work and its timer says so; the rest is done in the seal, beside the digests."""
 
     def __init__(self, *args, share: float, **kwargs):
-        super().__init__(*args, share=share, **kwargs)
+        super().__init__(*args, **kwargs)
         self.seal_ms += (1 - share) * self.call_ms
         self.call_ms *= share
-
-    def claims(self, command, real_ms):
-        return real_ms
 
 
 def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cuda_lock, device):
