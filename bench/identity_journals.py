@@ -1,6 +1,6 @@
 """From kept identity journals: repetitions, the launches' share against the reading, and bands with a capped floor.
 
-    python bench/identity_journals.py JOURNAL [JOURNAL ...] [--cap 0.01]
+    python bench/identity_journals.py JOURNAL [JOURNAL ...] [--cap 0.01] [--shape PROBLEM ...]
 
 Each JOURNAL is a `results.jsonl` (or `.jsonl.gz`) that `bench/identity_suites.py` left, one line per problem (the last
 line of a problem counts). Per journal:
@@ -25,7 +25,8 @@ line of a problem counts). Per journal:
   beyond the reference's, over the reference's, and the two shapes that needed most of the reference's seal beyond
   the jitter term: what judge/wall.py's SEAL_SLACK must cover; and the work a candidate
   sealing as these did could move out of its calls into its seal unflagged (the seal's tolerance and its shortfall
-  against the reference's), as a share of the call.
+  against the reference's), as a share of the call;
+- with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
 from __future__ import annotations
@@ -213,9 +214,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("journals", type=Path, nargs="+")
     parser.add_argument("--cap", type=float, default=0.01)
+    parser.add_argument("--shape", action="append", default=[], help="also print the wall figures of this problem")
     args = parser.parse_args()
     for path in args.journals:
         summary(path, args.cap)
+        for entry in last_lines(path):
+            if entry["row"]["key"] in args.shape:
+                for shape in (entry["strict"] or entry["result"]).get("shapes") or []:
+                    print(f"  {entry['row']['key']} {shape['name']}: {shape_figures(shape)}")
+
+
+def shape_figures(shape: dict) -> str:
+    """A shape's baseline, repetitions and wall figures, on one line."""
+    figures = {"baseline_ms": shape.get("baseline_ms"), "reps": shape.get("reps")} | (shape.get("wall") or {})
+    return ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
 
 
 if __name__ == "__main__":
