@@ -1,10 +1,11 @@
 """What one timed repetition's check costs the reference, part by part, on a GPU.
 
-`python bench/probes/check_reps_parts.py [--mib 128] [--blocks 12] [--reps 10]`: a producer process (standing in for
-the candidate) keeps each block's `--reps` copies of one float32 output in a pool of their own and shares them as a
-timing block does; this process (standing in for the reference) then checks two of them as check_reps does, and lets
-go of the others' counts. Prints the median milliseconds of each part: the descriptor read and the IPC open, the
-digest, the element-wise comparison, the drop (the IPC close and the count), and release_unread for one copy.
+`python bench/probes/check_reps_parts.py [--mib 128] [--blocks 12] [--reps 10] [--no-event]`: a producer process
+(standing in for the candidate) keeps each block's `--reps` copies of one float32 output in a pool of their own and
+shares them as a timing block does; this process (standing in for the reference) then checks two of them as
+check_reps does, and lets go of the others' counts. Prints the median milliseconds of each part: the descriptor read
+and the IPC open (without the producer's event with `--no-event`, as a pin opens them), the digest, the element-wise
+comparison, the drop (the IPC close and the count), and release_unread for one copy.
 """
 
 import argparse
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=128)
     parser.add_argument("--blocks", type=int, default=12)
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--no-event", action="store_true", help="open without the producer's event, as a pin does")
     args = parser.parse_args()
     elements = (args.mib << 20) // 4
     producer = subprocess.Popen(
@@ -70,7 +72,7 @@ def main() -> None:
                     parts["release_unread"].append(time.perf_counter() - started)
                     continue
                 started = time.perf_counter()
-                found = open_shared(handed, 1 << 40)
+                found = open_shared(handed, 1 << 40, wait_event=not args.no_event)
                 opened = time.perf_counter()
                 output_digest.read([[digester.of(t) for t in found]])
                 digested = time.perf_counter()

@@ -40,8 +40,10 @@ class WallCheck(BaseModel):
     command_ms: float | None = Field(None, description="the reference's timing command with no repetition, whole")
     ping_ms: float | None = Field(None, description="the reference's answer to a command it does nothing for")
     harness_ms: float | None = Field(None, description="the harness's own work per repetition, by the reference's")
-    seal_ms: float | None = Field(None, description="the reference's seal per repetition: digests and handoff")
+    seal_ms: float | None = Field(None, description="the reference's seal per repetition: the outputs' handoff")
     seal_excess_ms: float | None = Field(None, description="the candidate's seal per call beyond the reference's")
+    pin_ms: float | None = Field(None, description="the reference's pin of its own outputs per repetition pinned")
+    pin_excess_ms: float | None = Field(None, description="the pin of the candidate's blocks per call beyond it")
 
 
 class ShapeResult(BaseModel):

@@ -97,6 +97,9 @@ class Block:
     nonce: int
     seconds: float = 0.0
     seal_s: float = 0.0  # its seal's span, from the block's reply to the seal's (Side.block)
+    pin_s: float = 0.0  # the reference's pin of its picked outputs, right behind the seal (Side.block)
+    picked: list[int] | None = None  # the offsets pinned for the check; None where nothing is pinned
+    pin: dict = field(default_factory=dict)  # the pin's facts (worker/pins.py): what it opened, in how long
 
 
 @dataclass
@@ -207,6 +210,8 @@ class Side:
 
     def __init__(self, call, shape: int, device: str, options: EvalOptions, memory: dict, keep: bool = False):
         self.call, self.shape, self.device, self.options = call, shape, device, options
+        # pin(first, reps, seal reply) -> (offsets, Reply): the reference's pin of the block's picked outputs
+        self.pin = None
         self.memory = memory
         self.keep = keep  # the reference keeps each block's outputs for its check of the candidate's (timed_answers)
         self.seed = secrets.randbits(30)
@@ -262,13 +267,17 @@ class Side:
         return reply.meta
 
     def block(self, first: int, reps: int, nonce: int) -> None:
-        """One block of repetitions on inputs from `nonce`, then its seal; the block's reply joined to the earlier's.
+        """One block of repetitions on inputs from `nonce`, its seal, and its pin; the reply joined to the earlier's.
 
-        The seal (the held outputs' digests, their handoff) is sent with the block and answered right behind it, so
-        the parent's clock times the two apart with no pause between them (judge/wall.py weighs the seal's span).
+        The seal (the held outputs' handoff) is sent with the block and answered right behind it, so the parent's clock
+        times the two apart with no pause between them (judge/wall.py weighs the seal's span). Where outputs stay on
+        the device, the reference pins the ones the check will read as soon as the seal has answered, before the
+        candidate's processes are stopped (`call`'s third argument runs then; worker/pins.py).
         """
         command = self.command(first, reps, nonce) | {"then": ({"cmd": "seal", "shape": self.shape}, "sealed")}
-        reply = self.call(command, "timing")
+        pinned = []
+        pin = self.pin
+        reply = self.call(command, "timing", None if pin is None else lambda r: pinned.append(pin(first, reps, r.then)))
         seal = reply.then  # an "error" for either was raised by `call` (the candidate's, or the reference's)
         facts = self.timing.facts
         for key in ("times_ms", "issue_ms", "prepare_ms"):
@@ -276,9 +285,13 @@ class Side:
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed).
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])
         facts.setdefault("label", reply.meta.get("label"))
-        self.timing.blocks.append(Block(first, reps, nonce, reply.span, seal.span))
-        # What the check reads (the handoff, the digests) is the seal's; a reply that carries them itself is ignored.
-        self.last_reply = {k: v for k, v in reply.meta.items() if k not in ("handed", "digests")} | seal.meta
+        block = Block(first, reps, nonce, reply.span, seal.span)
+        if pinned:
+            ((block.picked, pin_reply),) = pinned
+            block.pin_s, block.pin = pin_reply.span, pin_reply.meta
+        self.timing.blocks.append(block)
+        # What the check opens is the seal's handoff; a reply that carries one itself is ignored.
+        self.last_reply = {k: v for k, v in reply.meta.items() if k != "handed"} | seal.meta
 
     def finish(self, reference: bool) -> ShapeTiming:
         """The side's span; for the reference its command with no repetition; the side-stream probe on a GPU."""
@@ -317,35 +330,60 @@ def checked_per_block(blocks: int) -> int:
     return max(CHECKED_PER_BLOCK, -(-CHECKED_PER_BLOCK * TIMING_BLOCKS // max(blocks, 1)))
 
 
+def picked(reps: int, blocks: int, strict: bool) -> list[int]:
+    """The offsets of a block's repetitions the check reads: checked_per_block(blocks) at random, all in a strict run.
+
+    Picked by the parent once the block has answered, so nothing the candidate did could aim at the ones read: one
+    wrong on a share f of its repetitions passes a shape with probability about
+    (1 - f) ** (CHECKED_PER_BLOCK * TIMING_BLOCKS).
+    """
+    offsets, checked = list(range(reps)), checked_per_block(blocks)
+    return offsets if strict or reps <= checked else sorted(_RANDOM.sample(offsets, checked))
+
+
 def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: int, last: bool, strict: bool) -> None:
     """The reference's check of the candidate's latest block, its processes stopped; the first mismatch kept.
 
     `where(reply, count)` is where the reference opens what the candidate's reply handed over (judge/evaluate.py);
-    `last`: the reference is done timing this shape. Every repetition of the block was handed over; the parent picks
-    checked_per_block(blocks) of them now, at random (all of them in a strict run), so nothing the candidate did could
-    aim at the ones read: one wrong on a share f of its repetitions passes a shape with probability about
-    (1 - f) ** (CHECKED_PER_BLOCK * TIMING_BLOCKS).
+    `last`: the reference is done timing this shape. Every repetition of the block was handed over; the check reads
+    those its pin took (on the device), or picks them now (picked).
     """
     timing, block = candidate.timing, candidate.timing.blocks[-1]
+    offsets = block.picked if block.picked is not None else picked(block.reps, blocks, strict)
     # A wrong candidate is timed to the end, so both workers finish the shape as planned; its later blocks go
     # unchecked, but their check command still comes: the reference lets go of what the block shared on the device
     # (device_handoff.share_outputs), and at the last one gives its memory back.
-    offsets = [] if timing.mismatch is not None else list(range(block.reps))
-    checked = checked_per_block(blocks)
-    if not strict and len(offsets) > checked:
-        offsets = sorted(_RANDOM.sample(offsets, checked))
+    checked = [] if timing.mismatch is not None else offsets
     handed = where(candidate.last_reply, block.reps)
     unread = [k for k in range(block.reps) if k not in offsets]
-    digests = candidate.last_reply.get("digests")
-    digests = digests if isinstance(digests, list) and len(digests) == block.reps else [None] * block.reps
     command = {
-        "cmd": "check_reps", "shape": candidate.shape, "reps": [block.first + k for k in offsets],
+        "cmd": "check_reps", "shape": candidate.shape, "reps": [block.first + k for k in checked],
         "blocks": [[block.first, block.reps, block.nonce]], "held_on_device": layout["retained_on_device"],
-        "last": last, "pid": handed["pid"], "fds": [handed["fds"][k] for k in offsets],
-        "unread_fds": [handed["fds"][k] for k in unread], "digests": [digests[k] for k in offsets],
+        "last": last, "pid": handed["pid"], "fds": [handed["fds"][k] for k in checked],
+        "unread": [block.first + k for k in unread], "unread_fds": [handed["fds"][k] for k in unread],
     }  # fmt: skip
     mismatch = reference_call(command, "comparison").meta.get("mismatch")
     timing.mismatch = timing.mismatch or mismatch
+
+
+def _pins(reference_call, where, shape: int, blocks: int, strict: bool):
+    """(the reference's pin of its own blocks, its pin of the candidate's): Side.pin for each (worker/pins.py).
+
+    Each picks the block's repetitions the check reads (picked) and has the reference digest them; the reference's
+    own pin of as many of its own outputs is what the candidate's is weighed against (judge/wall.py).
+    """
+
+    def own(first: int, reps: int, _seal) -> tuple:
+        offsets = picked(reps, blocks, strict)
+        return offsets, reference_call({"cmd": "pin", "shape": shape, "own": offsets, "first": first}, "pinned")
+
+    def theirs(first: int, reps: int, seal) -> tuple:
+        offsets, handed = picked(reps, blocks, strict), where(seal.meta, reps)
+        command = {"cmd": "pin", "shape": shape, "reps": [first + k for k in offsets], "pid": handed["pid"],
+                   "fds": [handed["fds"][k] for k in offsets]}  # fmt: skip
+        return offsets, reference_call(command, "pinned")
+
+    return own, theirs
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
@@ -392,7 +430,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 raise DeviceBusy(f"the device was still busy after the reference waited {reply['waited_ms']:.0f} "
                                  f"ms (its reads of device memory, ms: {_few(reply.get('reads_ms'))})")  # fmt: skip
 
-        def asked(command, event):
+        def asked(command, event, after=None):
             if command["cmd"] == "time" and device_kind(device) == "cuda":
                 # Both sides' blocks begin on a quiet device: the reference's own memory given back is waited out,
                 # and the reference's read here is one the candidate cannot keep slow without slowing its own block.
@@ -400,7 +438,10 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             stopper.resume()
             keep_trusted()
             try:
-                return candidate_call(command, event)
+                reply = candidate_call(command, event)
+                if after is not None:
+                    after(reply)  # the pin, before the stop: nothing the candidate's processes do is left uncounted
+                return reply
             finally:
                 stopper.stop()
                 stopped[0] = _CLOCK()
@@ -408,8 +449,10 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
 
         layout = room()
         memory, retained = memory | layout, layout["retained"]
+        # Outputs held on the device are pinned by the reference right after each block (worker/pins.py).
+        pinning = device_kind(device) == "cuda" and layout["retained_on_device"]
 
-        def reference_timed(command, event):
+        def reference_timed(command, event, after=None):
             if command["cmd"] == "time" and device_kind(device) == "cuda":
                 # The candidate is stopped, but what it left still runs: memory it gave back as it replied is being
                 # cleared (the guard), and work it queued before runs on (the reference waits it out).
@@ -418,7 +461,10 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 guard[0] = 0.0
                 drained.append(rest * 1e3)
                 drain()
-            return reference_call(command, event)
+            reply = reference_call(command, event)
+            if after is not None:
+                after(reply)
+            return reply
 
         reference = Side(reference_timed, shape, device, options, memory, keep=layout["side_by_side"])
         candidate = Side(asked, shape, device, options, memory)
@@ -429,6 +475,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             blocks = block_count(reference.timing.reps, candidate.timing.reps, device, retained)
             for side in (reference, candidate):
                 held_reps(side.timing, blocks, retained)
+            if pinning:
+                reference.pin, candidate.pin = _pins(reference_call, where, shape, blocks, options.strict)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -448,6 +496,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             lead = _rehearse_reference(reference)
             runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
                                                             retained))  # fmt: skip
+            if pinning:
+                reference.pin = _pins(reference_call, where, shape, len(runs), options.strict)[0]
             for b, run in enumerate(runs):
                 reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
@@ -455,6 +505,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             candidate.rehearse(lead)
             runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
                                                             retained))  # fmt: skip
+            if pinning:
+                candidate.pin = _pins(reference_call, where, shape, len(runs), options.strict)[1]
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its

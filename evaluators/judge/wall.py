@@ -6,7 +6,8 @@ the pipe, the last sync, the reply), so what the harness costs per repetition (d
 outputs) is known apart from the reference's own calls; what is left of a side's span is its calls. Work hidden
 anywhere in the candidate's process while the command runs (a patched timer, answers recomputed between repetitions,
 a stall) shows up there. The outputs' digests and handoff are the block's seal, timed apart and weighed against the
-reference's (block_ms).
+reference's (block_ms), and so is the reference's pin of the outputs its check reads (worker/pins.py), which comes
+right behind the candidate's seal.
 
 What a command costs beyond the pipe is work in the candidate's own process, which it may skip: credited in full at
 the reference's cost, a candidate answering its commands faster was credited the difference over each block's few
@@ -51,6 +52,11 @@ CREDIT_SHARE = 0.01
 # jitter (one shape 21 % of a 0.16 ms seal: 0.03 ms of an 8.4 ms call), so 3 %; at 10 % a 0.055 ms call could move
 # four fifths of its work into a seal four times its length (bench/identity_journals.py).
 SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
+# The reference's pin of a candidate's block opens the picked outputs through CUDA IPC, which its pin of its own does
+# not: the opens, timed by the reference, are credited up to OPEN_MS an opened output and OPEN_MS_PER_GIB of its bytes,
+# what honest opens took with a margin (bench/probes/check_reps_parts.py: 0.23, 0.27 and 0.55 ms at 4, 128 and 1024 MiB
+# on an H200). No more: the device runs the candidate's leftover work while an open takes its time.
+OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.45
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
@@ -120,17 +126,45 @@ def seal_excess_ms(block, reference, seal: float) -> float:
     return ((block.seal_s - reference.floor_s) * 1e3 - block.reps * seal) / block.reps
 
 
-def block_ms(block, reference, harness: float, seal: float) -> float:
+def pin_ms(reference) -> float:
+    """The reference's pin of its own outputs per repetition pinned (ms): the median over its blocks, less a ping.
+
+    0.0 where none was pinned (the CPU, outputs held on the host).
+    """
+    pins = [max(0.0, b.pin_s - reference.floor_s) * 1e3 / len(b.picked) for b in reference.blocks if b.picked]
+    return statistics.median(pins) if pins else 0.0
+
+
+def open_credit_ms(pin: dict) -> float:
+    """What the reference's IPC opens in a pin are credited (ms): their time, up to what honest opens take."""
+    took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
+    if not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
+        return 0.0
+    return min(took, opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30))
+
+
+def pin_excess_ms(block, reference, pin: float) -> float:
+    """What the reference's pin of a block took per call beyond its pin of as many of its own outputs (may be < 0)."""
+    if not block.picked:
+        return 0.0
+    took = max(0.0, block.pin_s - reference.floor_s) * 1e3 - open_credit_ms(block.pin)
+    return (took - len(block.picked) * pin) / block.reps
+
+
+def block_ms(block, reference, harness: float, seal: float, pin: float) -> float:
     """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
 
     A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
-    the seal's noise, is work moved out of the calls (answers finished while the outputs are digested) and counts as
-    theirs.
+    the seal's noise, is work moved out of the calls and counts as theirs. So is what the reference's pin, right
+    behind it, takes beyond its pin of its own outputs: work left running on the device, which its digests wait for.
     """
     calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
     beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
     moved = seal_excess_ms(block, reference, seal) - (SEAL_SLACK * seal + SEAL_JITTER_MS / block.reps)
-    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved)
+    left = pin_excess_ms(block, reference, pin)
+    if block.picked:
+        left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
+    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
 
 def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: float) -> float:
@@ -164,6 +198,8 @@ class Verdict:
     harness_ms: float = 0.0  # the harness's own work per repetition, by the reference's blocks (harness_ms)
     seal_ms: float = 0.0  # the reference's seal per repetition (seal_ms)
     seal_excess_ms: float = 0.0  # the side's seal per call beyond it, the median over its blocks (seal_excess_ms)
+    pin_ms: float = 0.0  # the reference's pin of its own outputs per repetition pinned (pin_ms)
+    pin_excess_ms: float = 0.0  # the pin of the side's blocks per call beyond it, the median (pin_excess_ms)
 
     @property
     def disputed(self) -> bool:
@@ -181,12 +217,12 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     count comes from its warm-up, which a candidate can slow on purpose to be given few repetitions and so a wider
     allowance for a timer that claims a share of each call.
     """
-    harness, seal = harness_ms(reference, device), seal_ms(reference)
+    harness, seal, pin = harness_ms(reference, device), seal_ms(reference), pin_ms(reference)
     if side is reference or device != "cuda":
         blocks = [parent_ms(Span(counted_s(b, reference, device), b.reps), reference.fixed_s, harness)
                   for b in side.blocks]  # fmt: skip
     else:
-        blocks = [block_ms(b, reference, harness, seal) for b in side.blocks]
+        blocks = [block_ms(b, reference, harness, seal, pin) for b in side.blocks]
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
@@ -196,4 +232,5 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     claimed = reported + side_ms
     reps = max(side.reps, honest_reps(parent))
     excess = statistics.median(seal_excess_ms(b, reference, seal) for b in side.blocks)
-    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess)
+    left = statistics.median(pin_excess_ms(b, reference, pin) for b in side.blocks)
+    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left)

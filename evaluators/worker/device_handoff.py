@@ -132,13 +132,18 @@ def _candidates(handed: Handed):
         raise HandoffError(f"{handed.name} is malformed ({type(exc).__name__})") from None
 
 
-def open_shared(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
-    """Reference side: the candidate's device tensors described as handed over, each field checked before opening."""
+def open_shared(handed: Handed, max_bytes: int, wait_event: bool = True) -> list[torch.Tensor]:
+    """Reference side: the candidate's device tensors described as handed over, each field checked before opening.
+
+    `wait_event`: this process's stream waits for the event the candidate recorded as it shared them, where the
+    descriptor asks (its trials' outputs are copied on its stream just before). Without it, what is read is what is
+    there: a timed block synchronized each repetition, and its pin reads them at once (worker/pins.py).
+    """
     with _candidates(handed):
-        return _opened(handed, max_bytes)
+        return _opened(handed, max_bytes, wait_event)
 
 
-def _opened(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
+def _opened(handed: Handed, max_bytes: int, wait_event: bool) -> list[torch.Tensor]:
     entries = _descriptor(handed)
     if not isinstance(entries, list):
         raise HandoffError(f"{handed.name} does not describe a list of tensors")
@@ -154,7 +159,7 @@ def _opened(handed: Handed, max_bytes: int) -> list[torch.Tensor]:
         if nbytes == 0:
             tensors.append(torch.empty(shape, dtype=dtype, device="cuda"))
             continue
-        tensors.append(_open(handed.name, i, entry.get("storage"), dtype, shape, nbytes))
+        tensors.append(_open(handed.name, i, entry.get("storage"), dtype, shape, nbytes, wait_event))
     return tensors
 
 
@@ -202,7 +207,8 @@ def _counter(name: str, i: int, storage) -> tuple[str, int]:
     return counter, counter_offset
 
 
-def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbytes: int) -> torch.Tensor:
+def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbytes: int,
+          wait_event: bool) -> torch.Tensor:  # fmt: skip
     counter, counter_offset = _counter(name, i, storage)
     try:
         handle, event = bytes.fromhex(storage["handle"]), bytes.fromhex(storage["event"])
@@ -220,7 +226,8 @@ def _open(name: str, i: int, storage, dtype: torch.dtype, shape: list[int], nbyt
     if not valid:
         raise HandoffError(f"{name}: output {i} has an invalid storage description")
     try:
-        opened = _OPEN(torch.cuda.current_device(), handle, size, offset, counter.encode(), counter_offset, event, sync)
+        opened = _OPEN(torch.cuda.current_device(), handle, size, offset, counter.encode(), counter_offset, event,
+                       sync and wait_event)  # fmt: skip
         tensor = torch.empty(0, dtype=dtype, device="cuda")
         return tensor.set_(opened, element_offset, shape)  # strides left out: contiguous
     except Exception as exc:  # whatever torch or the driver raises for a handle it cannot open is the candidate's

@@ -46,22 +46,23 @@ def _warm_under_lock(role: str) -> None:
 
 
 def warm(device: str, role: str) -> None:
-    """Each worker's kernels: the reference's comparison and both sides' timing loop.
+    """Each worker's kernels: the reference's comparison and digest, and both sides' timing loop.
 
-    The reference's: compare a few elements of each common output type (one wrong), and copy them as the timing
-    loop holds them. A candidate's: the stream's hold and the held copy, all its timing loop runs of ours. It waits
-    for this before its code is imported; while it loaded the comparison's kernels too, its build stage took
-    0.13-0.36 s on an H100 (b2a3c0b), against 0.13-0.21 s before the warm-up (docs/BENCHMARKS_HISTORY.md; that this
-    was the cause is not measured).
+    The reference's: compare a few elements of each common output type (one wrong), digest them as its pins do, and
+    copy them as the timing loop holds them. A candidate's: the stream's hold and the held copy, all its timing loop
+    runs of ours. It waits for this before its code is imported; while it loaded the comparison's kernels too, its
+    build stage took 0.13-0.36 s on an H100 (b2a3c0b), against 0.13-0.21 s before the warm-up
+    (docs/BENCHMARKS_HISTORY.md; that this was the cause is not measured).
     """
     expected = torch.rand(256, device=device)
     if device == "cuda":
         stream_hold.load()
-        output_digest.read([[output_digest.load().of(expected)]])
         torch.zeros(1, device=device).add_(1)  # the reference's wait for an idle device (worker/device_idle.py)
     flatten_outputs(expected.reshape(16, 16).t(), device)  # the timing loop's copy of a held output
     if role != "reference":
         return
+    if device == "cuda":
+        output_digest.read([[output_digest.load().of(expected)]])  # its pins of the timed outputs (worker/pins.py)
     found = expected.clone()
     found[7] += 1.0  # a mismatch also runs the worst element's path
     for dtype in (torch.float32, torch.bfloat16, torch.float16):

@@ -1,15 +1,14 @@
-"""A digest of each held output, taken on the device in its block's seal, for the reference to match.
+"""A digest of each held output on the device, taken by the reference as it pins a block's outputs.
 
-What the reference reads later must be what the timed call left. On a GPU a held output stays in the candidate's device
-memory and the reference reads it through CUDA IPC, once the candidate's process is stopped after its block
-(judge/timing_plan.py). Work the candidate queued before the stop still runs (judge/pause.py): a kernel queued after the
-harness's last synchronize could write right answers into the held outputs while the reference waits for the device,
-outside the parent's clock, the timed calls having returned garbage. So each output's digest is taken in the block's
-seal, the command answered right behind the block on the parent's clock (worker/timing.digests); the reference copies
-what it opens, takes the digest again of its copy, and compares that copy alone (worker/reference.py). A rewrite that
-keeps the digest has to land on the same ends of up to 4096 64-bit chains, each mixing its words in with multiplications
-and shifts in order, which no shortcut to the right answer provides. Off the device (the CPU, or copies kept on the
-host) the outputs are handed over in sealed files in the seal (worker/handoff.py), and their bytes are the commitment.
+What the reference reads in its check must be what the timed calls left. On a GPU a held output stays in the
+candidate's device memory and the reference reads it through CUDA IPC, once the candidate's process is stopped after
+its block (judge/timing_plan.py); work the candidate queued before the stop still runs (judge/pause.py). So the
+reference digests the outputs it will check right after the block's seal, on the parent's clock (worker/pins.py); in
+its check it copies what it opened, takes the digest again of its copy, and compares that copy alone. A rewrite that
+keeps the digest has to land on the same ends of up to 4096 64-bit chains, each mixing its words in with
+multiplications and shifts in order, which no shortcut to the right answer provides. Off the device (the CPU, or
+copies kept on the host) the outputs are handed over in sealed files in the seal (worker/handoff.py), and their bytes
+are the commitment.
 
 Two rounds of the kernel in output_digest.ptx: the output's 32-bit words in up to LANES chains of about STEPS words
 each, then those chains' ends in up to ENDS chains; the host hashes the last ends with the output's dtype and shape.

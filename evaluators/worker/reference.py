@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, output_digest, timing, trials
+from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, timing, trials
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared, release_unread
 from evaluators.worker.handoff import Handed, HandoffError, output_name, read_outputs
@@ -25,6 +25,7 @@ from evaluators.worker.memory import (
     unbounded_layout,
     unbounded_plan,
 )
+from evaluators.worker.pins import Pins, as_pinned, pin_own
 from evaluators.worker.session import Session
 from evaluators.worker.timed_answers import TimedAnswers
 from evaluators.worker.trial_seeds import trial_plan
@@ -257,7 +258,7 @@ def serve_reference(session: Session) -> None:
     rtol = job["rtol"] if job["rtol"] is not None else rtol
     kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
-    answers = TimedAnswers()
+    answers, pinned = TimedAnswers(), Pins()
     for command in commands:
         cmd = command["cmd"]
         if cmd == "ping":
@@ -291,6 +292,14 @@ def serve_reference(session: Session) -> None:
             session.reply("timing", facts)
         elif cmd == "seal":
             session.reply("sealed", session.seal())
+        elif cmd == "pin":
+            if "own" in command:
+                facts = pin_own(session.pinnable or {}, command["own"], command["first"])
+            else:
+                bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
+                names = [output_name(shape, "rep", rep) for rep in command["reps"]]
+                facts = pinned.pin(dict(zip(command["reps"], _handed(command, names), strict=True)), bound)
+            session.reply("pinned", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
         elif cmd == "drain":
@@ -301,7 +310,7 @@ def serve_reference(session: Session) -> None:
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
             kept = answers.take(command)
-            checked = check_reps(session, model, command, (atol, rtol), memory, kept)
+            checked = check_reps(session, model, command, (atol, rtol), memory, kept, pinned.take())
             if command["last"]:
                 # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached
                 # (17.5 GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.
@@ -349,29 +358,27 @@ def compiled_baseline(session: Session, model, command: dict) -> dict:
     return {"times_ms": facts["times_ms"]}
 
 
-def check_reps(session: Session, model, command: dict, tolerance: tuple, memory: dict,
-               kept: dict[int, list]) -> dict:  # fmt: skip
+def check_reps(session: Session, model, command: dict, tolerance: tuple, memory: dict, kept: dict[int, list],
+               pinned: dict) -> dict:  # fmt: skip
     """The timed repetitions the command names, element-wise against the reference's answer on the same inputs.
 
     `kept` holds the reference's own outputs of the repetitions it timed on these inputs (timed_answers.py); the
     others are computed here, with a reference call each. The candidate's process is stopped meanwhile
-    (judge/timing_plan.py). Outputs kept on the device are read only where their digest is the one the candidate's
-    timing took as it held them (worker/output_digest.py). Returns {"mismatch": [repetition, mismatch] for the
-    first that differs, or None}.
+    (judge/timing_plan.py). Outputs kept on the device were pinned right after the block (worker/pins.py): `pinned`
+    holds them, and each is read only where its digest is still the pinned one; those not named are dropped, which
+    lets their counts go. Returns {"mismatch": [repetition, mismatch] for the first that differs, or None}.
     """
     device, shape, reps = session.device, command["shape"], command["reps"]
-    handed = _handed(command, [output_name(shape, "rep", rep) for rep in reps])
     on_device = device == "cuda" and command["held_on_device"]
+    handed = [pinned.get(rep, "not pinned") for rep in reps] if on_device else _handed(
+        command, [output_name(shape, "rep", rep) for rep in reps])  # fmt: skip
     found = _release_unread(command, shape) if on_device else None
-    # One digest a repetition, or None where the candidate's reply had no readable list (judge/timing_plan.py).
-    for rep, outputs, digest in zip(reps, handed, command["digests"], strict=True):
+    for rep, outputs in zip(reps, handed, strict=True):
         if found is not None:
-            if on_device:
-                _release(rep, outputs)  # not opened now: its count goes as the others' did
             continue
         wanted = kept.pop(rep) if rep in kept else _rep_outputs(session, model, command, rep)
         bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
-        read = functools.partial(_as_timed, digest) if on_device else read_outputs
+        read = as_pinned if on_device else read_outputs
         mismatch = judge([(outputs, wanted)], *tolerance, bound, device, memory["compare_chunk"], read)[0]
         del wanted
         if mismatch:
@@ -380,42 +387,19 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
 
 
 def _release_unread(command: dict, shape: int) -> list | None:
-    """Let go of the counts of the block's device outputs the parent did not pick; the first malformed one's mismatch.
+    """Let go of the counts of the block's device outputs the parent did not pin; the first malformed one's mismatch.
 
     Each output the candidate shared stays allocated in its process until its count is let go exactly once
-    (device_handoff.share_outputs); the parent sends the descriptors of those it did not pick for that.
+    (device_handoff.share_outputs): those pinned by the drop of what was opened, the others here, by the descriptors
+    the parent sends for them.
     """
-    (first, count, _), picked = command["blocks"][0], set(command["reps"])
-    unread = [first + k for k in range(count) if first + k not in picked]
-    names = [output_name(shape, "rep", rep) for rep in unread]
+    names = [output_name(shape, "rep", rep) for rep in command["unread"]]
     found = None
-    for rep, handed in zip(unread, _handed(command, names, "unread_fds"), strict=True):
-        mismatch = _release(rep, handed)
-        found = found or mismatch
-    return found
-
-
-def _release(rep: int, handed: Handed) -> list | None:
-    """release_unread of one repetition's outputs; [rep, why] where its descriptor is malformed (the candidate's)."""
-    try:
-        release_unread(handed)
-    except HandoffError as exc:
-        return [rep, {"summary": f"outputs unreadable: {exc}", "details": ""}]
-    return None
-
-
-def _as_timed(digest, handed: Handed, max_bytes: int) -> list[torch.Tensor]:
-    """The candidate's device outputs as handed over, where their digest is `digest`, the one its seal took.
-
-    Copied into this process's memory first, and the copy digested and compared: work the candidate queued before its
-    stop could otherwise write right answers into its memory between this digest and the comparison's read.
-    """
-    found = [tensor.clone() for tensor in open_shared(handed, max_bytes)]  # its memory let go as the opened go
-    digester = output_digest.load()
-    if output_digest.read([[digester.of(tensor) for tensor in found]])[0] != digest:
-        raise HandoffError(
-            f"{handed.name} is not what its timing left: its digest differs (rewritten after the reply?)"
-        )
+    for rep, handed in zip(command["unread"], _handed(command, names, "unread_fds"), strict=True):
+        try:
+            release_unread(handed)
+        except HandoffError as exc:
+            found = found or [rep, {"summary": f"outputs unreadable: {exc}", "details": ""}]
     return found
 
 

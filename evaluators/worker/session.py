@@ -16,8 +16,8 @@ from kernels.bundle import unpack_problem
 from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
-# The commands of a shape's timing: its blocks, the reference's drains and checks between them, its pings after.
-TIMING_COMMANDS = ("time", "seal", "check_reps", "drain", "ping")
+# The commands of a shape's timing: its blocks, the reference's drains, pins and checks between them, its pings after.
+TIMING_COMMANDS = ("time", "seal", "pin", "check_reps", "drain", "ping")
 
 
 class Session:
@@ -40,6 +40,7 @@ class Session:
         self.timing_tensors: tuple[int, tuple] | None = None
         self.copying: set[int] = set()  # shapes whose calls reuse their output buffers: every held output copied
         self.sealing: tuple[int, dict, bool] | None = None  # the block just timed: (shape, held outputs, on device)
+        self.pinnable: dict | None = None  # the block just sealed, its outputs on the device: {rep: outputs}
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -65,6 +66,8 @@ class Session:
         timing = command["cmd"] in TIMING_COMMANDS
         if command["cmd"] != "seal":
             self.sealing = None  # a block's outputs wait for its seal only: it comes right behind its timing
+        if command["cmd"] != "pin":
+            self.pinnable = None  # the reference's own pin comes right behind its seal
         # The parent asks again only once the reference has compared (and dropped) them.
         self.held.release(keep_pool=timing)
         for fd in self.handed:
@@ -147,19 +150,19 @@ class Session:
         return facts, held
 
     def seal(self) -> dict:
-        """The block just timed, sealed: its outputs' digests where they stay on the device, and their handoff.
+        """The block just timed, sealed: its held outputs handed over, in a command of their own right behind it.
 
-        Both in a command of their own, right behind the block's timing, on both sides alike (judge/timing_plan.py):
-        inside the timing command they were harness work the parent credited at the reference's cost, which a process
-        doing it inside its own calls skipped. The reference reads a few of the candidate's outputs, lets the others'
-        counts go, and reads none of its own; each process keeps them until its next command, which comes only once
-        the reference is done with them.
+        Inside the timing command the handoff was harness work the parent credited at the reference's cost, which a
+        process could skip; timed apart, a seal longer than the reference's counts as calls' work (judge/wall.py). On a
+        GPU the reference then pins the outputs it will check (worker/pins.py); this process takes no digest of its own.
+        Each process keeps them until its next command, which comes only once the reference is done with them; the
+        reference's own are kept to pin (`pinnable`), none reads them through the handoff.
         """
         if self.sealing is None:
             raise RuntimeError("a seal with no block timed just before it")
         (shape, held, on_device), self.sealing = self.sealing, None
-        facts = {"digests": timing.digests(held)} if on_device else {}
         unread = self.job["role"] == "reference"
-        facts["handed"] = [self.hand_over(output_name(shape, "rep", rep), outputs, on_device, unread)
-                           for rep, outputs in held.items()]  # fmt: skip
-        return facts
+        self.pinnable = held if on_device and unread else None
+        handed = [self.hand_over(output_name(shape, "rep", rep), outputs, on_device, unread)
+                  for rep, outputs in held.items()]  # fmt: skip
+        return {"handed": handed}

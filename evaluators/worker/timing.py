@@ -7,8 +7,8 @@ new allocations, a few sets alive in a shuffled order), so no cache keyed on poi
 replay an earlier answer. Every timed repetition's outputs are held for the reference's check (judge/timing_plan.py
 says when): nothing in this process decides or knows how an output will be checked. They are held as the call made
 them, copied only where the call reuses a buffer or returns a view, and then inside the repetition's time
-(trials.hold_as_made). Outputs held on the device get their digests in the block's seal, the command right behind it
-(digests; worker/output_digest.py).
+(trials.hold_as_made). The block's seal, the command right behind it, hands them over; on the device the reference then
+pins the ones it will check (worker/pins.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from evaluators.worker import output_digest, stream_hold
+from evaluators.worker import stream_hold
 from evaluators.worker.integrity import check
 from evaluators.worker.trials import OutputReused, flatten_outputs, hold_as_made
 
@@ -241,19 +241,6 @@ def _loop(
         return {"times_ms": times, "label": "interpreter"}, held
     facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
     return facts | {"label": "cuda-events"}, held
-
-
-def digests(held: dict[int, list]) -> list[list[str]]:
-    """Per repetition, per output, the digest of a block's outputs held on the device (worker/output_digest.py).
-
-    Taken in the block's seal, the command sent right behind its timing (judge/timing_plan.py): inside the timing
-    command it was harness work the parent credited at the reference's cost, which a process that digested its outputs
-    inside its own calls skipped.
-    """
-    digester = output_digest.load()
-    digester.reserve(sum(map(len, held.values())), "cuda")
-    queued = [[digester.of(tensor) for tensor in outputs] for outputs in held.values()]
-    return output_digest.read(queued, digester.joined())
 
 
 def _held_now(output, plan: TimingPlan, spans: list | None, copy) -> tuple[list, list]:

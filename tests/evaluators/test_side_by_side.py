@@ -43,6 +43,11 @@ def sealed(reply: Reply, command: dict, span: float) -> Reply:
     return reply
 
 
+def pinned(command: dict, span: float) -> Reply:
+    """The reference's pin (worker/pins.py), of its own block's outputs or of the candidate's, taking `span`."""
+    return Reply("pinned", {"opened": len(command.get("reps", [])), "opened_bytes": 0, "open_ms": 0.0}, span)
+
+
 class Process:
     """A worker answering the timing commands, recording them in one log shared with the other process."""
 
@@ -61,6 +66,8 @@ class Process:
             return Reply("probe", {"side_stream_ms": 0.0}, FIXED_S)
         if command["cmd"] == "ping":
             return Reply("pong", {}, FIXED_S)  # all of a command's cost the pipe's: judge/wall.py credits it in full
+        if command["cmd"] == "pin":
+            return pinned(command, FIXED_S)
         first, reps = command["first"], command["reps"]
         meta = {
             "times_ms": [self.call_s * 1e3] * reps,
@@ -216,6 +223,8 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
     for name, command in log:
         if name == "parent":
             running = command["cmd"] == "resume"
+        elif command["cmd"] == "pin" and "reps" in command:
+            assert running  # the reference's pin of the candidate's block, before its stop (worker/pins.py)
         else:
             assert running == (name == "candidate"), (name, command["cmd"])
     for command in _blocks(log, "candidate"):
@@ -223,6 +232,28 @@ def test_every_block_of_the_candidate_is_checked_while_it_is_stopped(tmp_path, c
         before_its_next = later[: next((k for k, (n, _) in enumerate(later) if n == "candidate"), len(later))]
         checked = [c["reps"] for _, c in before_its_next if c["cmd"] == "check_reps"]
         assert len(checked) == 1 and set(checked[0]) <= set(range(command["first"], command["first"] + command["reps"]))
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_each_block_is_pinned_right_behind_its_seal_and_the_check_reads_what_was_pinned(tmp_path, cuda_lock,
+                                                                                        side_by_side):  # fmt: skip
+    """The candidate's block is followed at once by the reference's pin of the repetitions its check then reads, before
+    the candidate is stopped; the reference's own blocks by its pin of as many of its own outputs."""
+    (reference, candidate), log = _timed(tmp_path, side_by_side=side_by_side)
+    for side, timing in (("reference", reference), ("candidate", candidate)):
+        for command, block in zip(_blocks(log, side), timing.blocks, strict=True):
+            after = log[log.index((side, command)) + 1]
+            assert after[0] == "reference" and after[1]["cmd"] == "pin"
+            assert block.picked == sorted(block.picked) and len(block.picked) == len(set(block.picked))
+            if side == "reference":
+                assert after[1]["own"] == block.picked and after[1]["first"] == block.first
+            else:
+                assert after[1]["reps"] == [block.first + k for k in block.picked]
+                assert after[1]["fds"] == [100 + r for r in after[1]["reps"]]
+                assert log[log.index(after) + 1] == ("parent", {"cmd": "stop"})
+            assert block.pin_s == FIXED_S  # the fake pin's span
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert [c["reps"] for c in checks] == [[b.first + k for k in b.picked] for b in candidate.blocks]
 
 
 def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_unchecked(tmp_path, cuda_lock):
@@ -242,7 +273,10 @@ def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_uncheck
     checks = [c for _, c in log if c["cmd"] == "check_reps"]
     assert len(checks) == len(candidate.blocks) and checks[-1]["last"]  # each lets go of its block's copies
     assert [len(c["reps"]) for c in checks] == [timing_plan.CHECKED_PER_BLOCK] + [0] * (len(checks) - 1)
-    assert [len(c["fds"] + c["unread_fds"]) for c in checks] == [b.reps for b in candidate.blocks]
+    for check, block in zip(checks, candidate.blocks, strict=True):  # a pinned one's count goes as it is dropped
+        every = list(range(block.first, block.first + block.reps))
+        assert sorted(check["unread"] + [block.first + k for k in block.picked]) == every
+        assert len(check["unread_fds"]) == len(check["unread"])
     assert len(candidate.facts["times_ms"]) == candidate.reps
 
 
@@ -288,7 +322,8 @@ def test_without_room_for_both_the_reference_is_timed_first_and_gives_its_sets_b
 
     The reference then only checks the candidate's blocks, keeping no copies of its own (no room for them)."""
     (reference, candidate), log = _timed(tmp_path, side_by_side=False)
-    names = [name for name, c in log if name != "parent" and c["cmd"] not in ("check_reps", "drain")]
+    ours = [c for _, c in log if c["cmd"] in ("check_reps", "drain") or (c["cmd"] == "pin" and "reps" in c)]
+    names = [name for name, c in log if name != "parent" and c not in ours]
     assert names == sorted(names, key=lambda name: name == "candidate")  # every reference command first
     assert not any(c.get("keep") for _, c in log)
     assert reference.span.commands == candidate.span.commands == TIMING_BLOCKS

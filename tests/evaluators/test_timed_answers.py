@@ -71,10 +71,10 @@ def check(fds: list[int], reps: int, answers: TimedAnswers) -> tuple[dict, int]:
     session = SimpleNamespace(runtime=SimpleNamespace(inputs=lambda seed, dist: fresh_inputs(seed)), device="cpu",
                               job={"max_result_mb": 1})  # fmt: skip
     command = {"shape": 0, "reps": list(range(reps)), "blocks": blocks(reps), "held_on_device": False,
-               "digests": [None] * reps, "pid": os.getpid(), "fds": fds}  # fmt: skip
+               "pid": os.getpid(), "fds": fds, "unread": [], "unread_fds": []}  # fmt: skip
     model = Reference()
     try:
-        verdict = check_reps(session, model, command, (None, None), MEMORY, answers.take(command))
+        verdict = check_reps(session, model, command, (None, None), MEMORY, answers.take(command), {})
     finally:
         for fd in fds:
             os.close(fd)

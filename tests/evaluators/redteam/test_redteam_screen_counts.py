@@ -55,10 +55,11 @@ def test_a_deeply_nested_unread_descriptor_makes_the_check_incorrect_not_a_refer
     picked, unread = hand(b"[]", "s0-rep0"), hand(NESTED, "s0-rep1")
     session = type("S", (), {"device": "cuda", "job": {"max_result_mb": 1}})()
     command = {
-        "shape": 0, "reps": [0], "blocks": [[0, 2, 1234]], "held_on_device": True, "digests": [None],
-        "pid": os.getpid(), "fds": [picked.fd], "unread_fds": [unread.fd],
+        "shape": 0, "reps": [0], "blocks": [[0, 2, 1234]], "held_on_device": True, "pid": os.getpid(),
+        "fds": [picked.fd], "unread": [1], "unread_fds": [unread.fd],
     }  # fmt: skip
-    verdict = check_reps(session, None, command, (None, None), {"compare_chunk": 1 << 20}, {})
+    pins = {0: ([], [])}  # repetition 0 pinned: no outputs, nothing to digest
+    verdict = check_reps(session, None, command, (None, None), {"compare_chunk": 1 << 20}, {}, pins)
     assert verdict["mismatch"] is not None and verdict["mismatch"][0] == 1
 
 

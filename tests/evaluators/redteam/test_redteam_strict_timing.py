@@ -22,7 +22,7 @@ from evaluators.judge import timing_plan, verdicts, wall
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.strict import clears, recheck_due, standing
 from evaluators.judge.timing_plan import time_side_by_side
-from tests.evaluators.test_side_by_side import Reply, quiet_for, sealed, where
+from tests.evaluators.test_side_by_side import Reply, pinned, quiet_for, sealed, where
 
 FIXED_S = 2e-3  # each timing command's own cost (the pipe, the flush buffer, the last sync)
 HARNESS_MS = 0.2  # the harness's work per repetition: the input draw and the 512 MB flush (about 0.2 ms, an H100)
@@ -47,6 +47,8 @@ class Process:
             return Reply("probe", {"side_stream_ms": 0.0}, FIXED_S)
         if command["cmd"] == "ping":
             return Reply("pong", {}, FIXED_S)  # all of a command's cost the pipe's: judge/wall.py credits it in full
+        if command["cmd"] == "pin":
+            return pinned(command, FIXED_S)
         reps = command["reps"]
         meta = {
             "times_ms": [self.says_ms] * reps,

@@ -59,6 +59,7 @@ HERE = Path(__file__).parent
 # levels 2 and 3 (bench/identity_journals.py on bench/data/identity_l{1,2,3}_h100_904511c.jsonl.gz).
 FIXED_S, PIPE_S = 0.306e-3, 0.091e-3
 CHECK_S = 3e-3  # the reference's check of one block
+OPEN_S = 0.25e-3  # assumed: the reference's IPC open of one repetition's outputs, in its pin of the candidate's
 # bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
 # free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
 SCRUB_S_PER_GIB, SCRUB_SLOWDOWN, FREE_COST_S_PER_GIB = 0.060 / 24, 1.14, 0.030 / 24
@@ -82,6 +83,7 @@ class Device:
     now: float = 0.0
     leftover: Leftover | None = None
     lag_s: float = 0.0  # host time a candidate's thread spends in a system call after its reply (the stop waits it)
+    open_s: float = OPEN_S  # the reference's IPC open of one repetition of the candidate's outputs
     deaths: list = field(default_factory=list)  # when a process of the candidate's ended (a timer's SIGKILL)
     log: list = field(default_factory=list)
 
@@ -93,10 +95,11 @@ class Worker:
     """A worker on the simulated device: its spans are its calls and the harness, slowed by what overlaps them."""
 
     def __init__(self, device: Device, name: str, call_ms: float, harness_ms: float, warm_ms: float | None = None,
-                 seal_ms: float = 0.0):  # fmt: skip
+                 seal_ms: float = 0.0, pin_ms: float = 0.0):  # fmt: skip
         self.device, self.name, self.call_ms, self.harness_ms = device, name, call_ms, harness_ms
         self.warm_ms = call_ms if warm_ms is None else warm_ms  # what a warm-up call costs (its span)
-        self.seal_ms = seal_ms  # its seal's work per repetition, beyond the pipe (the outputs' digests)
+        self.seal_ms = seal_ms  # its seal's work per repetition, beyond the pipe (the outputs' handoff)
+        self.pin_ms = pin_ms  # as the reference: its pin's digest of one repetition's outputs (worker/pins.py)
         # The reference's wait for the device (worker/device_idle.Drain) timing its read on the simulated device:
         # slowed, as every read is, by the driver's clearing of memory given back (a leftover the drain's round trips
         # do not see). Made as the worker starts, on a quiet device.
@@ -134,6 +137,17 @@ class Worker:
         if cmd == "check_reps":
             device.now += CHECK_S
             return Reply("comparison", {"mismatch": None}, CHECK_S)
+        if cmd == "pin":
+            theirs = "reps" in command  # the candidate's outputs, opened through CUDA IPC; or its own ("own")
+            pinned = len(command["reps"] if theirs else command["own"])
+            opened_s = pinned * device.open_s if theirs else 0.0
+            device.now += PIPE_S + opened_s  # the opens are the host's and the driver's: the device runs on meanwhile
+            left = device.active()
+            if theirs and left and left.candidates:  # its digests wait for the work the candidate left on the device
+                device.now = left.until
+            device.now += pinned * self.pin_ms * 1e-3
+            meta = {"opened": pinned if theirs else 0, "opened_bytes": 0, "open_ms": opened_s * 1e3}
+            return Reply("pinned", meta, device.now - started)
         left = device.active()
         if left and left.candidates and self.name == "candidate":  # its first synchronize waits its own work out
             device.now = left.until
@@ -419,12 +433,13 @@ def test_a_candidate_answering_commands_faster_is_credited_no_more_than_a_share_
 
 # --- heavy_harness: the harness's own work, credited at the reference's cost ----------------------------------------
 
-# level1/19_ReLU on an H200 with the block's seal (bench/data/identity_l1_h200_7422b3e.jsonl.gz, `harness_ms` and
-# `seal_ms`): a 3.04 ms call, 3.39 ms of harness work a repetition left in the timing command (drawing a 6 GiB input,
-# the flush), and a seal of 3.55 ms a repetition (digesting as large an output, handing it over). Before, on an H100
-# (904511c), the harness had backed out at 11.1 ms a repetition beside a 4.44 ms call, with the copy and the digest in
-# the timing command; each output is now held as made (worker/trials.hold_as_made), and the copy is gone.
-HEAVY_CALL_MS, HEAVY_HARNESS_MS, SEAL_MS = 3.04, 3.39, 3.55
+# level1/19_ReLU on an H200 (bench/data/identity_l1_h200_7422b3e.jsonl.gz, `harness_ms` and `seal_ms`): a 3.04 ms
+# call, 3.39 ms of harness work a repetition left in the timing command (drawing a 6 GiB input, the flush), and a seal
+# of 3.55 ms a repetition when it digested as large an output, now the reference's pin's per repetition pinned; the
+# seal itself now hands the outputs over only (assumed: 0.02 ms a repetition). Before, on an H100 (904511c), the
+# harness had backed out at 11.1 ms a repetition beside a 4.44 ms call, with the copy and the digest in the timing
+# command; each output is now held as made (worker/trials.hold_as_made), and the copy is gone.
+HEAVY_CALL_MS, HEAVY_HARNESS_MS, SEAL_MS, PIN_MS = 3.04, 3.39, 0.02, 3.55
 
 
 HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms allows a timer HARNESS_SLACK (5 %) of "
@@ -434,29 +449,27 @@ HEAVY_ALLOWANCE = pytest.mark.xfail(strict=True, reason="open: wall.slack_ms all
                                     "figures; red team of 2026-11-28)")  # fmt: skip
 
 
+def heavy_reference(device: Device) -> Worker:
+    return Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, pin_ms=PIN_MS)
+
+
 @HEAVY_ALLOWANCE
 def test_a_timer_forging_within_the_allowance_beside_a_heavy_harness_is_disputed(tmp_path, cuda_lock, device):
     """Real calls as fast as the reference's, a timer claiming 0.86 of them."""
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
     forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=0.86)
-    result = judged(tmp_path, reference, forger)
+    result = judged(tmp_path, heavy_reference(device), forger)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
 
-def test_a_process_digesting_its_outputs_inside_its_calls_is_credited_nothing_for_it(tmp_path, cuda_lock, device):
-    """Its seal answers at once, the digests taken inside its calls for free; its timer claims 0.38 of them.
-
-    With the digest inside the timing command, credited at the reference's cost, this read 2.6x with no flag (on the
-    H100's figures of the time).
-    """
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
-    forger = Forger(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.38)
-    result = judged(tmp_path, reference, forger)
-    assert "timing_disputed" in codes(result), (codes(result), result.speedup)
+def test_an_honest_candidate_beside_a_heavy_harness_reads_as_fast(tmp_path, cuda_lock, device):
+    """Its seal as the reference's, its outputs pinned as the reference's are, with IPC opens on top."""
+    honest = Worker(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
+    result = judged(tmp_path, heavy_reference(device), honest)
+    assert codes(result) == [] and result.speedup == pytest.approx(1.0, abs=0.01), (codes(result), result.speedup)
 
 
 class FinishesInTheSeal(Worker):
-    """Its calls do `share` of the work and its timer says so; the rest is done in the seal, beside the digests."""
+    """Its calls do `share` of the work and its timer says so; the rest is done in the seal."""
 
     def __init__(self, *args, share: float, **kwargs):
         super().__init__(*args, **kwargs)
@@ -464,26 +477,43 @@ class FinishesInTheSeal(Worker):
         self.call_ms *= share
 
 
-def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cuda_lock, device):
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
-    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=0.5)
-    result = judged(tmp_path, reference, mover)
+@pytest.mark.parametrize("share", [0.5, 0.11])
+def test_work_moved_out_of_the_calls_into_the_seal_counts_as_theirs(tmp_path, cuda_lock, device, share):
+    """At 0.11, with the digest taken in the candidate's own seal, the seal had the reference's digest as room: its
+    kernel finishing the answers took the digest as it wrote them, and read 9.1x with no flag."""
+    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=share)
+    result = judged(tmp_path, heavy_reference(device), mover)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
 
-@pytest.mark.xfail(strict=True, reason="open: the seal's work is the candidate's own, weighed against the reference's "
-                   "seal; a process whose kernel finishing its answers in the seal takes the digest with them, as it "
-                   "writes them, has the reference's whole seal as room, here longer than the call: 0.11 of the "
-                   "work left in the calls reads 9.1x, under beyond_plausible's 10x, with an honest timer and no "
-                   "flag. The "
-                   "digest fused in the calls read as much before the seal. On an H200 honest candidates' seals also "
-                   "ran a median 4 % and 9 % under the reference's (levels 1 and 2). Closing it needs the outputs "
-                   "pinned by trusted work inside the candidate's span: the reference copying them, its copy "
-                   "counted in the candidate's block and calibrated by its own")  # fmt: skip
-def test_work_moved_into_a_seal_that_fuses_the_digest_counts_as_the_calls(tmp_path, cuda_lock, device):
-    reference = Worker(device, "reference", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS)
-    mover = FinishesInTheSeal(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=0.0, share=0.11)
-    result = judged(tmp_path, reference, mover)
+class LeavesItRunning(Worker):
+    """Its calls do `share` of the work and its timer says so; kernels it queued before its seal's reply finish the
+    answers on the device meanwhile, so the outputs the check reads are right."""
+
+    def __init__(self, *args, share: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rest_ms = (1 - share) * self.call_ms
+        self.call_ms *= share
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        reply = super().__call__(command, event)
+        if command["cmd"] == "time" and command["hold"] and command["reps"]:
+            rest_s = command["reps"] * self.rest_ms * 1e-3
+            self.device.leftover = Leftover(self.device.now + rest_s, True)
+        return reply
+
+
+@pytest.mark.parametrize("open_s", [OPEN_S, 20e-3])
+@pytest.mark.parametrize("share", [0.5, 0.11])
+def test_work_left_running_past_the_seal_delays_the_pin_and_counts_as_the_calls(tmp_path, cuda_lock, device, share,
+                                                                                open_s):  # fmt: skip
+    """The reference's pin of the picked outputs comes right behind the seal and its digests wait for that work: the
+    pin's span beyond the reference's pin of its own is the candidate's (judge/wall.py). Outputs that take the
+    reference 20 ms each to open (huge allocations, say) hide the work behind the opens, which are credited no more
+    than honest ones take."""
+    device.open_s = open_s
+    leaver = LeavesItRunning(device, "candidate", HEAVY_CALL_MS, HEAVY_HARNESS_MS, seal_ms=SEAL_MS, share=share)
+    result = judged(tmp_path, heavy_reference(device), leaver)
     assert "timing_disputed" in codes(result) or result.speedup < 1.1, (codes(result), result.speedup)
 
 
