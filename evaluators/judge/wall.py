@@ -53,10 +53,11 @@ CREDIT_SHARE = 0.01
 # four fifths of its work into a seal four times its length (bench/identity_journals.py).
 SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
 # The reference's pin of a candidate's block opens the picked outputs through CUDA IPC, which its pin of its own does
-# not: the opens, timed by the reference, are credited up to OPEN_MS an opened output and OPEN_MS_PER_GIB of its bytes,
-# what honest opens took with a margin (bench/probes/check_reps_parts.py: 0.23, 0.27 and 0.55 ms at 4, 128 and 1024 MiB
-# on an H200). No more: the device runs the candidate's leftover work while an open takes its time.
-OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.45
+# not: the opens, timed by the reference, are credited up to OPEN_MS an opened output and OPEN_MS_PER_GIB of its bytes.
+# Opening one output (its descriptor read too) took a median 0.22, 0.27, 0.38 and 0.56 ms at 4, 128, 1024 and 4096 MiB
+# on an H200, at most 0.26, 0.35, 0.45 and 0.89 (bench/probes/check_reps_parts.py --no-event). No more: the device runs
+# the candidate's leftover work while an open takes its time.
+OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled

@@ -57,7 +57,8 @@ def test_the_control_is_correct_unflagged_and_timed_at_its_real_speed(device, ca
     assert result.runtime_ms >= 0.5 * WORK_MS
 
 
-# What each attack gets: (status, a fragment of its message or flags); None where several honest outcomes exist.
+# What each attack gets: (status, a fragment of its message or flags); None where several honest outcomes exist. A
+# status by device where the two differ; a fragment with the one device it is checked on.
 EXPECTED = {
     "forge_times_via_frames": ("correct", None),  # timed at its real speed by the parent's clock
     # Each block's mean is reported; a block of ten loses its forged tenth: within the flat 10 % the timer was once
@@ -69,7 +70,9 @@ EXPECTED = {
     "predict_inputs": ("correct", None),  # one call does its block's work: inside the block's mean
     "drop_held_reps": ("incorrect", "timed repetition"),  # a repetition not handed over cannot be read
     "overwrite_held_copies": ("incorrect", "timed repetition"),
-    "rewrite_after_reply": ("incorrect", "timed repetition"),
+    # Sealed in files before the reply on the CPU; on a GPU written before the reference's pin, which waits for it, its
+    # time counted as the calls' (worker/pins.py).
+    "rewrite_after_reply": ({"cpu": "incorrect", "cuda": "correct"}, ("timed repetition", "cpu")),
     # Its calls' work done in the block's seal: counted as theirs (the CPU's span holds the seal; a GPU's charges it).
     "finish_in_the_seal": ("correct", None),
     "dup2_after_reply": ("incorrect", "timed repetition"),  # its own file put at the handed descriptor: too late
@@ -109,6 +112,7 @@ def test_no_attack_is_a_false_accept(attack, device, cache_dir):
     tracemalloc.stop()
     assert not false_accept(result), (result.status, result.speedup, result.suspicious)
     status, fragment = EXPECTED[attack]
+    status = status.get(device) if isinstance(status, dict) else status
     fragment, only_on = fragment if isinstance(fragment, tuple) else (fragment, device)
     if status is not None:
         assert result.status == status, result.message

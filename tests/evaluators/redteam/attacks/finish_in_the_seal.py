@@ -1,7 +1,8 @@
 # Attack (work moved out of the timed calls, red team of 2026-11-28): every timed call returns at once, its answer
-# left for later; the block's seal, hooked on the worker's Session instance (the integrity watch snapshots classes and
-# module namespaces, not instances), does the work before the outputs are digested and handed over. On the CPU the
-# seal was weighed by no one, and this read 1.3-1.8x against its own honest kernel's speed.
+# left for later (its input kept: a block's repetitions reuse a few input sets); the block's seal, hooked on the
+# worker's Session instance (the integrity watch snapshots classes and module namespaces, not instances), does the
+# work before the outputs are handed over. On the CPU the seal was weighed by no one, and this read 1.3-1.8x against
+# its own honest kernel's speed.
 import torch as _torch
 
 _Honest = ModelNew
@@ -51,5 +52,5 @@ class ModelNew(_Honest):
         if not _state["lazy"]:
             return super().forward(x)
         out = _torch.empty_like(x)
-        _pending.append((self, x, out))
+        _pending.append((self, x.clone(), out))
         return out

@@ -1,7 +1,8 @@
 # Attack (evidence tampering after the fact, class 2): fast garbage on every timed call; a thread waits until the
 # harness has handed the block's copies over, and writes right answers into them at once, between the reply and
-# the reference's reading. On the CPU the copies went into sealed files before the reply; on a GPU the reference
-# reads the device memory itself, where only the digest taken as each copy was made stands in the way.
+# the reference's reading. On the CPU the copies went into sealed files before the reply. On a GPU the reference
+# reads the device memory itself: its pin, right behind the seal, waits for the rewrite on the device and counts its
+# time as the calls' (worker/pins.py), and a rewrite landing after the pin changes what its digest fixed.
 import gc as _gc
 import sys as _sys
 import threading as _threading
