@@ -21,11 +21,11 @@ line of a problem counts). Per journal:
   the allowance was computed from (the allowance's own terms, judge/wall.py);
 - each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
   each side;
-- where the journal has them, the candidate's seal (its outputs' digests and handoff, timed apart from its calls)
-  beyond the reference's, over the reference's, and the two shapes that needed most of the reference's seal beyond
-  the jitter term: what judge/wall.py's SEAL_SLACK must cover; and the work a candidate
-  sealing as these did could move out of its calls into its seal unflagged (the seal's tolerance and its shortfall
-  against the reference's), as a share of the call;
+- where the journal has them, the candidate's seal (its outputs' handoff, timed apart from its calls) and the
+  reference's pin of its picked outputs (their digests, right behind the seal), each beyond the reference's own, over
+  the reference's own, and the two shapes that needed most of the reference's beyond the jitter term: what
+  judge/wall.py's SEAL_SLACK must cover; and the work a candidate as these could move out of its calls into either
+  unflagged (the tolerance and its shortfall against the reference's), as a share of the call;
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
@@ -36,10 +36,11 @@ import gzip
 import json
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.timing_plan import BLOCK_REPS, TIMING_BLOCKS, repetitions
+from evaluators.judge.timing_plan import BLOCK_REPS, TIMING_BLOCKS, checked_per_block, repetitions
 from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS, SEAL_JITTER_MS, SEAL_SLACK
 
 # The harness's share of the allowance when journals did not yet keep the harness's work (before harness_ms).
@@ -116,27 +117,9 @@ def summary(path: Path, cap: float) -> None:
         used = max(g[1] for g in gaps)
         print(f"  the parent's figure above the timer's: 5-95 % {of_call[0]:+.1%} to {of_call[-1]:+.1%} of the call; "
               f"the allowance's harness part used at most {used:.1%} of the harness's work")  # fmt: skip
-    seals = [s["wall"] for s in shapes if (s.get("wall") or {}).get("seal_ms")]
-    if len(seals) >= 2:
-        beyond = [w["seal_excess_ms"] / w["seal_ms"] for w in seals]
-        ventiles = statistics.quantiles(beyond, n=20)
-        print(f"  the candidate's seal beyond the reference's, over the reference's: median "
-              f"{statistics.median(beyond):+.1%}, 5-95 % {ventiles[0]:+.1%} to {ventiles[-1]:+.1%}, most "
-              f"{max(beyond):+.1%}, {max(w['seal_excess_ms'] for w in seals):+.3f} ms a call at most; the reference's "
-              f"seal a median {statistics.median(w['seal_ms'] for w in seals):.3f} ms a repetition ({len(seals)} "
-              f"shapes)")  # fmt: skip
-        keyed = [(e["row"]["key"], s) for e in entries for s in ((e["strict"] or e["result"]).get("shapes") or [])]
-        needed = sorted((seal_needed(s), key) for key, s in keyed if (s.get("wall") or {}).get("seal_ms"))[-2:]
-        print(
-            "  the share of the reference's seal an honest seal needed beyond SEAL_JITTER_MS, the two most: "
-            + ", ".join(f"{share:.1%} ({key})" for share, key in reversed(needed))
-        )
-        moved = sorted((seal_room(s), key) for key, s in keyed if (s.get("wall") or {}).get("seal_ms")
-                       and s.get("baseline_ms"))  # fmt: skip
-        print(f"  work a candidate sealing as these did could move from its calls into its seal unflagged: median "
-              f"{statistics.median(m for m, _ in moved):.1%} of the call, over 10 % on "
-              f"{sum(m > 0.1 for m, _ in moved)} of {len(moved)} shapes, most {moved[-1][0]:.1%} "
-              f"({moved[-1][1]})")  # fmt: skip
+    keyed = [(e["row"]["key"], s) for e in entries for s in ((e["strict"] or e["result"]).get("shapes") or [])]
+    for after in AFTER_CALLS:
+        after_calls(after, keyed)
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
@@ -156,21 +139,64 @@ def block_reps(shape: dict) -> float:
     return reps / max(1, min(TIMING_BLOCKS, reps // BLOCK_REPS))
 
 
-def seal_needed(shape: dict) -> float:
-    """What share of the reference's seal the candidate's went beyond it, past the seal's jitter term."""
-    wall = shape["wall"]
-    return (wall["seal_excess_ms"] - SEAL_JITTER_MS / block_reps(shape)) / wall["seal_ms"]
+@dataclass(frozen=True)
+class AfterCalls:
+    """A command right behind a block whose span beyond the reference's own counts as the calls' (judge/wall.py)."""
+
+    name: str
+    key: str  # the reference's, per repetition it covers, in the journal's `wall`
+    what: str
+
+    def reference_ms(self, shape: dict) -> float:
+        """The reference's own, per call of a block: the seal covers every repetition, the pin the picked ones."""
+        wall = shape["wall"]
+        if self.key == "seal_ms":
+            return wall["seal_ms"]
+        reps = block_reps(shape)
+        return wall["pin_ms"] * min(reps, checked_per_block(round(shape.get("reps") or 1) / reps)) / reps
+
+    def excess_ms(self, shape: dict) -> float:
+        return shape["wall"][self.key.replace("_ms", "_excess_ms")]
+
+    def needed(self, shape: dict) -> float:
+        """What share of the reference's the candidate's went beyond it, past the jitter term."""
+        return (self.excess_ms(shape) - SEAL_JITTER_MS / block_reps(shape)) / self.reference_ms(shape)
+
+    def room(self, shape: dict) -> float:
+        """What a candidate's calls could move behind them unflagged, over the call.
+
+        The tolerance (judge/wall.py's SEAL_SLACK, and SEAL_JITTER_MS over a block of the shape's repetitions as the
+        parent splits them), plus what the candidate's ran under the reference's.
+        """
+        tolerance = SEAL_SLACK * self.reference_ms(shape) + SEAL_JITTER_MS / block_reps(shape)
+        return max(0.0, tolerance - self.excess_ms(shape)) / shape["baseline_ms"]
 
 
-def seal_room(shape: dict) -> float:
-    """What a candidate's calls could move into its seal unflagged, over the call.
+AFTER_CALLS = (
+    AfterCalls("seal", "seal_ms", "its outputs' handoff; their digests too before 4cee415"),
+    AfterCalls("pin", "pin_ms", "the reference's digests of the picked outputs, since 4cee415"),
+)
 
-    The seal's tolerance (judge/wall.py's SEAL_SLACK, and SEAL_JITTER_MS over a block of the shape's repetitions as the
-    parent splits them), plus what the candidate's seal ran under the reference's.
-    """
-    wall = shape["wall"]
-    room = SEAL_SLACK * wall["seal_ms"] + SEAL_JITTER_MS / block_reps(shape) - wall["seal_excess_ms"]
-    return max(0.0, room) / shape["baseline_ms"]
+
+def after_calls(after: AfterCalls, keyed: list[tuple[str, dict]]) -> None:
+    """The candidate's `after` beyond the reference's, the shapes that needed most of it, and the room it leaves."""
+    shapes = [(key, s) for key, s in keyed if (s.get("wall") or {}).get(after.key) and s.get("baseline_ms")]
+    if len(shapes) < 2:
+        return
+    beyond = [after.excess_ms(s) / after.reference_ms(s) for _, s in shapes]
+    ventiles = statistics.quantiles(beyond, n=20)
+    print(f"  the candidate's {after.name} ({after.what}) beyond the reference's, over the reference's: median "
+          f"{statistics.median(beyond):+.1%}, 5-95 % {ventiles[0]:+.1%} to {ventiles[-1]:+.1%}, most "
+          f"{max(beyond):+.1%}, {max(after.excess_ms(s) for _, s in shapes):+.3f} ms a call at most; the reference's "
+          f"a median {statistics.median(after.reference_ms(s) for _, s in shapes):.3f} ms a call ({len(shapes)} "
+          f"shapes)")  # fmt: skip
+    needed = sorted((after.needed(s), key) for key, s in shapes)[-2:]
+    print(f"  the share of the reference's {after.name} an honest one needed beyond SEAL_JITTER_MS, the two most: "
+          + ", ".join(f"{share:.1%} ({key})" for share, key in reversed(needed)))  # fmt: skip
+    moved = sorted((after.room(s), key) for key, s in shapes)
+    print(f"  work a candidate as these could move from its calls into its {after.name} unflagged: median "
+          f"{statistics.median(m for m, _ in moved):.1%} of the call, over 10 % on {sum(m > 0.1 for m, _ in moved)} "
+          f"of {len(moved)} shapes, most {moved[-1][0]:.1%} ({moved[-1][1]})")  # fmt: skip
 
 
 def honest_gap(shape: dict) -> tuple[float, float] | None:

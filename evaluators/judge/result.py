@@ -44,6 +44,7 @@ class WallCheck(BaseModel):
     seal_excess_ms: float | None = Field(None, description="the candidate's seal per call beyond the reference's")
     pin_ms: float | None = Field(None, description="the reference's pin of its own outputs per repetition pinned")
     pin_excess_ms: float | None = Field(None, description="the pin of the candidate's blocks per call beyond it")
+    open_ms: float | None = Field(None, description="the pin's IPC open of one of the candidate's outputs, a median")
 
 
 class ShapeResult(BaseModel):

@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from evaluators.judge import quiet_reads
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_kind
-from evaluators.judge.wall import Span
 from evaluators.worker.device_lock import device_key, device_lock, host_lock
 
 REHEARSAL_REPS = 5
@@ -86,6 +85,18 @@ _SLEEP, _CLOCK = time.sleep, time.monotonic  # _CLOCK: the host's, which the ref
 # The reference's rehearsal holds the stream this little (its host times size the lead): enough to calibrate the spin
 # where the released hold cannot load.
 _CALIBRATE_MS = 1e-3
+
+
+@dataclass
+class Span:
+    """One side's timing commands seen from the parent: their repetitions, and how many commands they were.
+
+    `seconds` is the sum of each command's span, from sending it to having its reply.
+    """
+
+    seconds: float
+    reps: int
+    commands: int = 1
 
 
 @dataclass
@@ -330,15 +341,15 @@ def checked_per_block(blocks: int) -> int:
     return max(CHECKED_PER_BLOCK, -(-CHECKED_PER_BLOCK * TIMING_BLOCKS // max(blocks, 1)))
 
 
-def picked(reps: int, blocks: int, strict: bool) -> list[int]:
-    """The offsets of a block's repetitions the check reads: checked_per_block(blocks) at random, all in a strict run.
+def picked(reps: int, blocks: int) -> list[int]:
+    """The offsets of a block's repetitions pinned for the check: checked_per_block(blocks) of them, at random.
 
     Picked by the parent once the block has answered, so nothing the candidate did could aim at the ones read: one
     wrong on a share f of its repetitions passes a shape with probability about
-    (1 - f) ** (CHECKED_PER_BLOCK * TIMING_BLOCKS).
+    (1 - f) ** (CHECKED_PER_BLOCK * TIMING_BLOCKS). A strict run checks the others too, after the pin.
     """
     offsets, checked = list(range(reps)), checked_per_block(blocks)
-    return offsets if strict or reps <= checked else sorted(_RANDOM.sample(offsets, checked))
+    return offsets if reps <= checked else sorted(_RANDOM.sample(offsets, checked))
 
 
 def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: int, last: bool, strict: bool) -> None:
@@ -346,16 +357,20 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
 
     `where(reply, count)` is where the reference opens what the candidate's reply handed over (judge/evaluate.py);
     `last`: the reference is done timing this shape. Every repetition of the block was handed over; the check reads
-    those its pin took (on the device), or picks them now (picked).
+    those its pin took (on the device) or picks them now (picked), and in a strict run every other one too. Work the
+    candidate left running could still finish an unpinned repetition by then, but not knowing which were pinned, it
+    had to finish them all before the pin to pass.
     """
     timing, block = candidate.timing, candidate.timing.blocks[-1]
-    offsets = block.picked if block.picked is not None else picked(block.reps, blocks, strict)
+    pinned = block.picked if block.picked is not None else picked(block.reps, blocks)
     # A wrong candidate is timed to the end, so both workers finish the shape as planned; its later blocks go
     # unchecked, but their check command still comes: the reference lets go of what the block shared on the device
     # (device_handoff.share_outputs), and at the last one gives its memory back.
-    checked = [] if timing.mismatch is not None else offsets
+    checked = list(range(block.reps)) if strict else pinned
+    checked = [] if timing.mismatch is not None else checked
     handed = where(candidate.last_reply, block.reps)
-    unread = [k for k in range(block.reps) if k not in offsets]
+    # Let go of by the reference unopened: the pinned ones' counts go as the pin's tensors are dropped.
+    unread = [k for k in range(block.reps) if k not in checked and (k not in pinned or block.picked is None)]
     command = {
         "cmd": "check_reps", "shape": candidate.shape, "reps": [block.first + k for k in checked],
         "blocks": [[block.first, block.reps, block.nonce]], "held_on_device": layout["retained_on_device"],
@@ -366,21 +381,22 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
     timing.mismatch = timing.mismatch or mismatch
 
 
-def _pins(reference_call, where, shape: int, blocks: int, strict: bool):
+def _pins(reference_call, where, shape: int, blocks: int):
     """(the reference's pin of its own blocks, its pin of the candidate's): Side.pin for each (worker/pins.py).
 
-    Each picks the block's repetitions the check reads (picked) and has the reference digest them; the reference's
-    own pin of as many of its own outputs is what the candidate's is weighed against (judge/wall.py).
+    Each picks the block's repetitions the check reads (picked) and has the reference digest them, every descriptor
+    of the block read first; the reference's own pin of as many of its own outputs is what the candidate's is weighed
+    against (judge/wall.py).
     """
 
     def own(first: int, reps: int, _seal) -> tuple:
-        offsets = picked(reps, blocks, strict)
+        offsets = picked(reps, blocks)
         return offsets, reference_call({"cmd": "pin", "shape": shape, "own": offsets, "first": first}, "pinned")
 
     def theirs(first: int, reps: int, seal) -> tuple:
-        offsets, handed = picked(reps, blocks, strict), where(seal.meta, reps)
-        command = {"cmd": "pin", "shape": shape, "reps": [first + k for k in offsets], "pid": handed["pid"],
-                   "fds": [handed["fds"][k] for k in offsets]}  # fmt: skip
+        offsets, handed = picked(reps, blocks), where(seal.meta, reps)
+        command = {"cmd": "pin", "shape": shape, "first": first, "reps": [first + k for k in offsets],
+                   "pid": handed["pid"], "fds": handed["fds"]}  # fmt: skip
         return offsets, reference_call(command, "pinned")
 
     return own, theirs
@@ -476,7 +492,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for side in (reference, candidate):
                 held_reps(side.timing, blocks, retained)
             if pinning:
-                reference.pin, candidate.pin = _pins(reference_call, where, shape, blocks, options.strict)
+                reference.pin, candidate.pin = _pins(reference_call, where, shape, blocks)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -497,7 +513,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
                                                             retained))  # fmt: skip
             if pinning:
-                reference.pin = _pins(reference_call, where, shape, len(runs), options.strict)[0]
+                reference.pin = _pins(reference_call, where, shape, len(runs))[0]
             for b, run in enumerate(runs):
                 reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
@@ -506,7 +522,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
                                                             retained))  # fmt: skip
             if pinning:
-                candidate.pin = _pins(reference_call, where, shape, len(runs), options.strict)[1]
+                candidate.pin = _pins(reference_call, where, shape, len(runs))[1]
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its

@@ -198,6 +198,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         seal_excess_ms=clock.seal_excess_ms,
         pin_ms=clock.pin_ms,
         pin_excess_ms=clock.pin_excess_ms,
+        open_ms=clock.open_ms,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)

@@ -29,6 +29,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evaluators.judge.timing_plan import Span, block_count, checked_per_block
+
 # How far an honest candidate's timer may sit below the parent's figure: a share of the call, a share of the
 # harness work per repetition (the flush and input draws vary from one run to the next), and a fixed jitter of
 # the two processes' wake-ups spread over the repetitions. The call's share is CALL_SLACK of a short call, and for a
@@ -67,18 +69,6 @@ OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
 # 2.1 us on calls under 0.25 ms, in 232 shape timings of the bundled references judged as themselves on an H100
 # (docs/BENCHMARKS_HISTORY.md); at 1 us, 1.0 us of that noise was counted into an 18 us call, 5.8 % of it.
 SIDE_NOISE_MS, SIDE_NOISE_SHARE = 0.0025, 0.01
-
-
-@dataclass
-class Span:
-    """One side's timing commands seen from the parent: their repetitions, and how many commands they were.
-
-    `seconds` is the sum of each command's span, from sending it to having its reply.
-    """
-
-    seconds: float
-    reps: int
-    commands: int = 1
 
 
 def counted_s(block, reference, device: str) -> float:
@@ -136,34 +126,54 @@ def pin_ms(reference) -> float:
     return statistics.median(pins) if pins else 0.0
 
 
-def open_credit_ms(pin: dict) -> float:
-    """What the reference's IPC opens in a pin are credited (ms): their time, up to what honest opens take."""
+def open_credit_ms(block, honest_share: float) -> float:
+    """What the reference's IPC opens in a block's pin are credited (ms): their time, up to what honest opens take.
+
+    And up to as many repetitions' opens as an honest call of the block's length would have pinned (`honest_share`
+    of its repetitions, pinned_share): a process that slows its rehearsal is given few repetitions, all of each block
+    pinned, and each open credited is time the device runs what it left (a red team's simulation, 3-5x).
+    """
+    pin, picked = block.pin, len(block.picked or ())
     took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
-    if not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
+    if not picked or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
         return 0.0
-    return min(took, opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30))
+    honest = opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30)
+    return min(took, honest, honest * honest_share * block.reps / picked)
 
 
-def pin_excess_ms(block, reference, pin: float) -> float:
+def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable[[float], float]:
+    """The share of its repetitions an honest call of `ms` has pinned (judge/timing_plan.picked), by its layout."""
+
+    def share(ms: float) -> float:
+        reps = max(honest_reps(ms), 1)
+        blocks = block_count(reps, reps, "cuda", retained)
+        return min(checked_per_block(blocks) * blocks / reps, 1.0)
+
+    return share
+
+
+def pin_excess_ms(block, reference, pin: float, honest_share: float) -> float:
     """What the reference's pin of a block took per call beyond its pin of as many of its own outputs (may be < 0)."""
     if not block.picked:
         return 0.0
-    took = max(0.0, block.pin_s - reference.floor_s) * 1e3 - open_credit_ms(block.pin)
+    took = max(0.0, block.pin_s - reference.floor_s) * 1e3 - open_credit_ms(block, honest_share)
     return (took - len(block.picked) * pin) / block.reps
 
 
-def block_ms(block, reference, harness: float, seal: float, pin: float) -> float:
+def block_ms(block, reference, harness: float, seal: float, pin: float, share: Callable[[float], float]) -> float:
     """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
 
     A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
     the seal's noise, is work moved out of the calls and counts as theirs. So is what the reference's pin, right
     behind it, takes beyond its pin of its own outputs: work left running on the device, which its digests wait for.
+    `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
     """
     calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
     beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
     moved = seal_excess_ms(block, reference, seal) - (SEAL_SLACK * seal + SEAL_JITTER_MS / block.reps)
-    left = pin_excess_ms(block, reference, pin)
+    left = 0.0
     if block.picked:
+        left = pin_excess_ms(block, reference, pin, share(calls))
         left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
     return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
@@ -201,6 +211,7 @@ class Verdict:
     seal_excess_ms: float = 0.0  # the side's seal per call beyond it, the median over its blocks (seal_excess_ms)
     pin_ms: float = 0.0  # the reference's pin of its own outputs per repetition pinned (pin_ms)
     pin_excess_ms: float = 0.0  # the pin of the side's blocks per call beyond it, the median (pin_excess_ms)
+    open_ms: float | None = None  # the pin's IPC open of one of the side's outputs, the median over its blocks
 
     @property
     def disputed(self) -> bool:
@@ -223,7 +234,8 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
         blocks = [parent_ms(Span(counted_s(b, reference, device), b.reps), reference.fixed_s, harness)
                   for b in side.blocks]  # fmt: skip
     else:
-        blocks = [block_ms(b, reference, harness, seal, pin) for b in side.blocks]
+        share = pinned_share(honest_reps, (side.layout or {}).get("retained") or side.reps)
+        blocks = [block_ms(b, reference, harness, seal, pin, share) for b in side.blocks]
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
@@ -233,5 +245,7 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     claimed = reported + side_ms
     reps = max(side.reps, honest_reps(parent))
     excess = statistics.median(seal_excess_ms(b, reference, seal) for b in side.blocks)
-    left = statistics.median(pin_excess_ms(b, reference, pin) for b in side.blocks)
-    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left)
+    left = statistics.median(pin_excess_ms(b, reference, pin, 1.0) for b in side.blocks)
+    opens = [b.pin["open_ms"] / b.pin["opened"] for b in side.blocks if b.picked and b.pin.get("opened")]
+    return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left,
+                   statistics.median(opens) if opens else None)  # fmt: skip

@@ -139,36 +139,45 @@ def open_shared(handed: Handed, max_bytes: int, wait_event: bool = True) -> list
     descriptor asks (its trials' outputs are copied on its stream just before). Without it, what is read is what is
     there: a timed block synchronized each repetition, and its pin reads them at once (worker/pins.py).
     """
+    return open_described(handed, read_descriptor(handed), max_bytes, wait_event)
+
+
+def read_descriptor(handed: Handed) -> list:
+    """Reference side: what the candidate's descriptor says, read from its file (opened by open_described)."""
     with _candidates(handed):
-        return _opened(handed, max_bytes, wait_event)
+        entries = _descriptor(handed)
+        if not isinstance(entries, list):
+            raise HandoffError(f"{handed.name} does not describe a list of tensors")
+        return entries
 
 
-def _opened(handed: Handed, max_bytes: int, wait_event: bool) -> list[torch.Tensor]:
-    entries = _descriptor(handed)
-    if not isinstance(entries, list):
-        raise HandoffError(f"{handed.name} does not describe a list of tensors")
+def open_described(handed: Handed, entries: list, max_bytes: int, wait_event: bool) -> list[torch.Tensor]:
+    """Reference side: the device tensors a descriptor read by read_descriptor describes, each field checked first."""
+    with _candidates(handed):
+        return _opened(handed.name, entries, max_bytes, wait_event)
+
+
+def _opened(name: str, entries: list, max_bytes: int, wait_event: bool) -> list[torch.Tensor]:
     total, tensors = 0, []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or entry.get("dtype") not in DTYPES or not _dims(entry.get("shape")):
-            raise HandoffError(f"{handed.name}: output {i} has no valid dtype and shape")
+            raise HandoffError(f"{name}: output {i} has no valid dtype and shape")
         dtype, shape = DTYPES[entry["dtype"]], entry["shape"]
         nbytes = math.prod(shape) * dtype.itemsize
         total += nbytes
         if total > max_bytes:
-            raise HandoffError(f"{handed.name} describes over {max_bytes} bytes of outputs")
+            raise HandoffError(f"{name} describes over {max_bytes} bytes of outputs")
         if nbytes == 0:
             tensors.append(torch.empty(shape, dtype=dtype, device="cuda"))
             continue
-        tensors.append(_open(handed.name, i, entry.get("storage"), dtype, shape, nbytes, wait_event))
+        tensors.append(_open(name, i, entry.get("storage"), dtype, shape, nbytes, wait_event))
     return tensors
 
 
 def release_unread(handed: Handed) -> None:
     """Reference side: let go of the counts of the candidate's device tensors it will not open (see share_outputs)."""
+    entries = read_descriptor(handed)
     with _candidates(handed):
-        entries = _descriptor(handed)
-        if not isinstance(entries, list):
-            raise HandoffError(f"{handed.name} does not describe a list of tensors")
         for i, entry in enumerate(entries):
             storage = entry.get("storage") if isinstance(entry, dict) else None
             if storage is None:

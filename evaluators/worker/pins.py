@@ -21,7 +21,7 @@ import time
 import torch
 
 from evaluators.worker import output_digest
-from evaluators.worker.device_handoff import open_shared
+from evaluators.worker.device_handoff import open_described, read_descriptor
 from evaluators.worker.handoff import Handed, HandoffError
 
 _CLOCK = time.perf_counter
@@ -33,17 +33,23 @@ class Pins:
     def __init__(self):
         self.pinned: dict[int, tuple[list[torch.Tensor], list[str]] | str] = {}
 
-    def pin(self, handed: dict[int, Handed], max_bytes: int) -> dict:
-        """Open and digest each repetition's outputs; the reply's facts: tensors opened, their bytes, the opens' ms.
+    def pin(self, block: dict[int, Handed], picked: list[int], max_bytes: int) -> dict:
+        """Open and digest the picked repetitions' outputs; the reply's facts: what was opened, its bytes, the opens.
 
-        The earlier block's pins go first: the parent checks each block before the candidate's next.
+        Every repetition's descriptor of the block is read first, in order, as the reference's own pin reads its own
+        (pin_own): the descriptors are files of the candidate's, and a process still running could watch which are
+        opened. Only the picked are then opened, through CUDA IPC, which the sharing process does not see. The earlier
+        block's pins go first: the parent checks each block before the candidate's next.
         """
-        self.pinned, opened, queued = {}, [], []
+        self.pinned, opened, queued, described = {}, [], [], _read_all(block)
         open_s = 0.0
-        for rep, where in handed.items():
+        for rep in picked:
             started = _CLOCK()
             try:
-                tensors = open_shared(where, max_bytes, wait_event=False)
+                entries = described[rep]
+                if isinstance(entries, str):
+                    raise HandoffError(entries)
+                tensors = open_described(block[rep], entries, max_bytes, wait_event=False)
             except HandoffError as exc:
                 self.pinned[rep] = str(exc)
                 continue
@@ -62,10 +68,25 @@ class Pins:
         return pinned
 
 
-def pin_own(held: dict[int, list[torch.Tensor]], offsets: list[int], first: int) -> dict:
-    """The reference's pin of its own block: the same digests of as many of its repetitions, for the parent's scale."""
+def pin_own(block: dict[int, Handed], held: dict[int, list[torch.Tensor]], offsets: list[int], first: int) -> dict:
+    """The reference's pin of its own block, for the parent's scale.
+
+    Its own descriptors are read as Pins.pin reads the candidate's, and as many of its repetitions digested the same.
+    """
+    _read_all(block)
     _digests([held[first + k] for k in offsets if first + k in held])
     return {"opened": 0, "opened_bytes": 0, "open_ms": 0.0}
+
+
+def _read_all(block: dict[int, Handed]) -> dict[int, list | str]:
+    """Each repetition's descriptor, in the block's order, or why it cannot be read."""
+    described = {}
+    for rep, where in block.items():
+        try:
+            described[rep] = read_descriptor(where)
+        except HandoffError as exc:
+            described[rep] = str(exc)
+    return described
 
 
 def as_pinned(pinned: tuple[list[torch.Tensor], list[str]] | str, _max_bytes: int) -> list[torch.Tensor]:

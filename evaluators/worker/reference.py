@@ -8,6 +8,7 @@ of their timed repetitions against its own on the same inputs.
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
@@ -293,12 +294,16 @@ def serve_reference(session: Session) -> None:
         elif cmd == "seal":
             session.reply("sealed", session.seal())
         elif cmd == "pin":
+            first = command["first"]
             if "own" in command:
-                facts = pin_own(session.pinnable or {}, command["own"], command["first"])
+                own = {first + k: Handed(os.getpid(), fd, output_name(shape, "rep", first + k))
+                       for k, fd in enumerate(session.handed)}  # fmt: skip
+                facts = pin_own(own, session.pinnable or {}, command["own"], first)
             else:
                 bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
-                names = [output_name(shape, "rep", rep) for rep in command["reps"]]
-                facts = pinned.pin(dict(zip(command["reps"], _handed(command, names), strict=True)), bound)
+                reps = range(first, first + len(command["fds"]))
+                block = dict(zip(reps, _handed(command, [output_name(shape, "rep", rep) for rep in reps]), strict=True))
+                facts = pinned.pin(block, command["reps"], bound)
             session.reply("pinned", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})
@@ -366,20 +371,23 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
     others are computed here, with a reference call each. The candidate's process is stopped meanwhile
     (judge/timing_plan.py). Outputs kept on the device were pinned right after the block (worker/pins.py): `pinned`
     holds them, and each is read only where its digest is still the pinned one; those not named are dropped, which
-    lets their counts go. Returns {"mismatch": [repetition, mismatch] for the first that differs, or None}.
+    lets their counts go. A strict run names the block's others too, opened here. Returns {"mismatch": [repetition,
+    mismatch] for the first that differs, or None}.
     """
     device, shape, reps = session.device, command["shape"], command["reps"]
     on_device = device == "cuda" and command["held_on_device"]
-    handed = [pinned.get(rep, "not pinned") for rep in reps] if on_device else _handed(
-        command, [output_name(shape, "rep", rep) for rep in reps])  # fmt: skip
+    handed = _handed(command, [output_name(shape, "rep", rep) for rep in reps])
     found = _release_unread(command, shape) if on_device else None
-    for rep, outputs in zip(reps, handed, strict=True):
+    for rep, where in zip(reps, handed, strict=True):
         if found is not None:
             continue
         wanted = kept.pop(rep) if rep in kept else _rep_outputs(session, model, command, rep)
         bound = max(session.job["max_result_mb"] << 20, _file_bound(_nbytes(wanted)))
-        read = as_pinned if on_device else read_outputs
-        mismatch = judge([(outputs, wanted)], *tolerance, bound, device, memory["compare_chunk"], read)[0]
+        if on_device and rep in pinned:
+            item, read = pinned[rep], as_pinned
+        else:
+            item, read = where, functools.partial(open_shared, wait_event=False) if on_device else read_outputs
+        mismatch = judge([(item, wanted)], *tolerance, bound, device, memory["compare_chunk"], read)[0]
         del wanted
         if mismatch:
             found = [rep, mismatch]

@@ -66,8 +66,9 @@ class Session:
         timing = command["cmd"] in TIMING_COMMANDS
         if command["cmd"] != "seal":
             self.sealing = None  # a block's outputs wait for its seal only: it comes right behind its timing
-        if command["cmd"] != "pin":
-            self.pinnable = None  # the reference's own pin comes right behind its seal
+        if command["cmd"] == "pin":
+            return  # the reference's pin of its own block comes right behind its seal: what it handed over stays
+        self.pinnable = None
         # The parent asks again only once the reference has compared (and dropped) them.
         self.held.release(keep_pool=timing)
         for fd in self.handed:

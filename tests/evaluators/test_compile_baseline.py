@@ -8,8 +8,7 @@ import pytest
 from evaluators import EvalOptions, evaluate
 from evaluators.judge import verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
-from evaluators.judge.timing_plan import Block, ShapeTiming
-from evaluators.judge.wall import Span
+from evaluators.judge.timing_plan import Block, ShapeTiming, Span
 from evaluators.run import options_from, parse_args
 
 GPUMODE = Path(__file__).parents[1] / "kernels" / "fixtures" / "gpumode"

@@ -17,11 +17,12 @@ from evaluators.judge.timing_plan import (
     TIMING_BLOCKS,
     Block,
     ShapeTiming,
+    Span,
     honest_reps,
     split,
     time_side_by_side,
 )
-from evaluators.judge.wall import Span, judge_timing, side_stream_counted
+from evaluators.judge.wall import judge_timing, side_stream_counted
 from evaluators.worker.device_lock import LockTimeout, device_lock
 
 CALL_S = 1e-4  # each fake call: a 0.1 ms kernel
@@ -249,11 +250,22 @@ def test_each_block_is_pinned_right_behind_its_seal_and_the_check_reads_what_was
                 assert after[1]["own"] == block.picked and after[1]["first"] == block.first
             else:
                 assert after[1]["reps"] == [block.first + k for k in block.picked]
-                assert after[1]["fds"] == [100 + r for r in after[1]["reps"]]
+                # Every descriptor of the block goes, read in order: a process watching its files learns no pick.
+                assert after[1]["fds"] == [100 + r for r in range(block.first, block.first + block.reps)]
                 assert log[log.index(after) + 1] == ("parent", {"cmd": "stop"})
             assert block.pin_s == FIXED_S  # the fake pin's span
     checks = [c for _, c in log if c["cmd"] == "check_reps"]
     assert [c["reps"] for c in checks] == [[b.first + k for k in b.picked] for b in candidate.blocks]
+
+
+def test_a_strict_run_pins_as_many_as_any_run_and_checks_every_repetition(tmp_path, cuda_lock):
+    """All of a block is checked, but only the picked are pinned: a pin of all would credit an IPC open a repetition,
+    time in which the device runs what the candidate left (a red team of the pin, 5x in simulation)."""
+    (_, candidate), log = _timed(tmp_path, side_by_side=True, strict=True)
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    for check, block in zip(checks, candidate.blocks, strict=True):
+        assert len(block.picked) == timing_plan.checked_per_block(len(candidate.blocks)) < block.reps
+        assert check["reps"] == list(range(block.first, block.first + block.reps)) and check["unread"] == []
 
 
 def test_a_wrong_block_is_the_candidates_verdict_and_its_later_blocks_go_unchecked(tmp_path, cuda_lock):
