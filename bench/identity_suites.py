@@ -77,7 +77,9 @@ def row(level: int, outcome: dict) -> dict:
     rows = outcome["report"]["rows"]
     judged = [r for r in rows if r["status"] != "not_judged"]
     correct = [r for r in judged if r["status"] == "correct"]
-    other_flags = [r for r in correct if r.get("set_aside") and "no custom kernel" not in r["set_aside"]]
+    # A row's set_aside joins its hard flags' reasons: one beside "no custom kernel" (a dispute) counts too.
+    other_flags = [r for r in correct if [why for why in (r.get("set_aside") or "").split("; ")
+                                          if why and not why.startswith("no custom kernel")]]  # fmt: skip
     timed = [r for r in correct if r.get("speedup_band")]
     significant = [r for r in timed if not r["speedup_band"][0] <= 1.0 <= r["speedup_band"][1]]
     narrow = [r for r in timed if (r["speedup_band"][1] - r["speedup_band"][0]) / 2 <= HALF_WIDTH * r["speedup"]]

@@ -1,8 +1,9 @@
 # Attack (evidence tampering after the fact, class 2): fast garbage on every timed call; a thread waits until the
 # harness has handed the block's copies over, and writes right answers into them at once, between the reply and
-# the reference's reading. On the CPU the copies went into sealed files before the reply. On a GPU the reference
-# reads the device memory itself: its pin, right behind the seal, waits for the rewrite on the device and counts its
-# time as the calls' (worker/pins.py), and a rewrite landing after the pin changes what its digest fixed.
+# the reference's reading, the calls' work (slow_work) done there. On the CPU the copies went into sealed files before
+# the reply. On a GPU the reference reads the device memory itself: its pin comes right behind the seal, and either
+# the rewrite lands after the pin's digests (incorrect) or the pin, time-sliced with it, is slowed by all of it, which
+# counts as the calls' (worker/pins.py).
 import gc as _gc
 import sys as _sys
 import threading as _threading
@@ -23,16 +24,16 @@ def _fix_once_handed(model, local):
     plan, held = local["plan"], local["held"]
     session = next(o for o in _gc.get_objects() if type(o).__name__ == "Session")
     shape = next(i for i, s in enumerate(session.shapes) if s is session.runtime.shape)
-    answers = {}
-    for rep in range(plan.first, plan.first + plan.reps):  # computed ahead, so the rewrite itself is quick
-        (inputs,) = session.runtime.inputs(rep_seed(plan.nonce, shape, rep - plan.first), "normal")
-        answers[rep] = inputs * model.weight.detach() + 1.0
+    inputs = {rep: session.runtime.inputs(rep_seed(plan.nonce, shape, rep - plan.first), "normal")[0]
+              for rep in range(plan.first, plan.first + plan.reps)}  # fmt: skip
 
     def fix():
         while len(session.handed) < plan.reps:
             pass
-        for rep, copies in list(held.items()):
-            copies[0].copy_(answers[rep])
+        with torch.no_grad():
+            for rep, copies in list(held.items()):
+                slow_work()  # the calls' work, all of it done after the reply
+                copies[0].copy_(inputs[rep] * model.weight.detach() + 1.0)
 
     _threading.Thread(target=fix, daemon=True).start()
 
