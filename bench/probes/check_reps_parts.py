@@ -4,8 +4,9 @@
 (standing in for the candidate) keeps each block's `--reps` copies of one float32 output in a pool of their own and
 shares them as a timing block does; this process (standing in for the reference) then checks two of them as
 check_reps does, and lets go of the others' counts. Prints the median milliseconds of each part: the descriptor read
-and the IPC open (without the producer's event with `--no-event`, as a pin opens them), the digest, the element-wise
-comparison, the drop (the IPC close and the count), and release_unread for one copy.
+and the IPC open (without the producer's event with `--no-event`, as a pin opens them), the pin's sample of it
+(worker/pins.py; a digest of every byte before), the element-wise comparison, the drop (the IPC close and the
+count), and release_unread for one copy.
 """
 
 import argparse
@@ -20,10 +21,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from evaluators.worker import output_digest  # noqa: E402
 from evaluators.worker.compare import compare_outputs  # noqa: E402
 from evaluators.worker.device_handoff import open_shared, release_unread  # noqa: E402
 from evaluators.worker.handoff import Handed  # noqa: E402
+from evaluators.worker.pins import Sample  # noqa: E402
 
 PRODUCER = r"""
 import os, sys, torch
@@ -57,9 +58,8 @@ def main() -> None:
         [sys.executable, "-c", PRODUCER, str(ROOT), str(elements), str(args.blocks), str(args.reps)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    torch.zeros(1, device="cuda")  # the context the digest's kernel loads into
-    digester = output_digest.load()
-    parts = {"open": [], "digest": [], "compare": [], "drop": [], "release_unread": []}
+    torch.zeros(1, device="cuda")  # the context the sample's kernels load into
+    parts = {"open": [], "sample": [], "compare": [], "drop": [], "release_unread": []}
     try:
         for block in range(args.blocks):
             pid, *fds = map(int, producer.stdout.readline().split())
@@ -74,14 +74,16 @@ def main() -> None:
                 started = time.perf_counter()
                 found = open_shared(handed, 1 << 40, wait_event=not args.no_event)
                 opened = time.perf_counter()
-                output_digest.read([[digester.of(t) for t in found]])
-                digested = time.perf_counter()
+                samples = [Sample(t) for t in found]
+                torch.cuda.synchronize()
+                sampled = time.perf_counter()
+                assert all(sample.holds(t) for sample, t in zip(samples, found, strict=True))
                 assert compare_outputs(found, wanted, 1e-5, 1e-5, "cuda", 32 << 20) is None
                 compared = time.perf_counter()
                 del found
                 dropped = time.perf_counter()
-                for name, (a, b) in {"open": (started, opened), "digest": (opened, digested),
-                                     "compare": (digested, compared), "drop": (compared, dropped)}.items():  # fmt: skip
+                for name, (a, b) in {"open": (started, opened), "sample": (opened, sampled),
+                                     "compare": (sampled, compared), "drop": (compared, dropped)}.items():  # fmt: skip
                     parts[name].append(b - a)
             producer.stdin.write("next\n")
             producer.stdin.flush()

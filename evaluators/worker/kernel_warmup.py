@@ -1,4 +1,4 @@
-"""The harness's own kernels (comparison, the stream's hold, the output digest), loaded in a thread as a worker starts.
+"""The harness's own kernels (comparison, the stream's hold, the pin's sample), loaded in a thread as a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
 0.31 s, then about 1 ms (bench/probes/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
@@ -12,9 +12,10 @@ import threading
 
 import torch
 
-from evaluators.worker import output_digest, stream_hold
+from evaluators.worker import stream_hold
 from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import starting_worker_lock
+from evaluators.worker.pins import Sample
 from evaluators.worker.trials import flatten_outputs
 
 # The longest wait for the thread: it holds the device lock shared, so while another process on this GPU times, it
@@ -46,9 +47,9 @@ def _warm_under_lock(role: str) -> None:
 
 
 def warm(device: str, role: str) -> None:
-    """Each worker's kernels: the reference's comparison and digest, and both sides' timing loop.
+    """Each worker's kernels: the reference's comparison and pin, and both sides' timing loop.
 
-    The reference's: compare a few elements of each common output type (one wrong), digest them as its pins do, and
+    The reference's: compare a few elements of each common output type (one wrong), sample them as its pins do, and
     copy them as the timing loop holds them. A candidate's: the stream's hold and the held copy, all its timing loop
     runs of ours. It waits for this before its code is imported; while it loaded the comparison's kernels too, its
     build stage took 0.13-0.36 s on an H100 (b2a3c0b), against 0.13-0.21 s before the warm-up
@@ -62,7 +63,7 @@ def warm(device: str, role: str) -> None:
     if role != "reference":
         return
     if device == "cuda":
-        output_digest.read([[output_digest.load().of(expected)]])  # its pins of the timed outputs (worker/pins.py)
+        Sample(expected.repeat(32)).holds(expected.repeat(32))  # its pins of the timed outputs (worker/pins.py)
     found = expected.clone()
     found[7] += 1.0  # a mismatch also runs the worst element's path
     for dtype in (torch.float32, torch.bfloat16, torch.float16):

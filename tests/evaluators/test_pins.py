@@ -1,5 +1,5 @@
-"""The reference's pin of a block's outputs (worker/pins.py), off the GPU: the IPC opens and the digest's kernel are
-stood in for, the descriptors are real sealed files read through /proc as the reference reads a candidate's."""
+"""The reference's pin of a block's outputs (worker/pins.py), off the GPU: the IPC opens are stood in for, the
+descriptors are real sealed files read through /proc as the reference reads a candidate's, the samples real."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from evaluators.worker.handoff import Handed, HandoffError, sealed
 
 @pytest.fixture
 def events(monkeypatch) -> list:
-    """What the pin did, in order: ("read", rep name) and ("open", rep name); digests are each tensor's sum."""
+    """What the pin did, in order: ("read", rep name) and ("open", rep name); what it opens is 3 000 of a value."""
     log = []
     read = pins.read_descriptor
 
@@ -30,7 +30,6 @@ def events(monkeypatch) -> list:
 
     monkeypatch.setattr(pins, "read_descriptor", reading)
     monkeypatch.setattr(pins, "open_described", opening)
-    monkeypatch.setattr(pins, "_digests", lambda outputs: [[str(t.sum().item()) for t in ts] for ts in outputs])
     return log
 
 
@@ -38,7 +37,7 @@ def block(reps: int, broken: int | None = None) -> dict[int, Handed]:
     """A block's descriptors, one sealed file a repetition; `broken`'s is not JSON."""
     handed = {}
     for rep in range(reps):
-        text = b"{" if rep == broken else json.dumps([{"dtype": "float32", "shape": [2], "value": rep}]).encode()
+        text = b"{" if rep == broken else json.dumps([{"dtype": "float32", "shape": [3000], "value": rep}]).encode()
         fd = sealed(f"s0-rep{rep}", lambda file, text=text: file.write(text))
         handed[rep] = Handed(os.getpid(), fd, f"s0-rep{rep}")
     return handed
@@ -57,10 +56,10 @@ def test_every_descriptor_is_read_in_order_before_the_picked_are_opened(events):
     finally:
         closed(handed)
     assert events == [("read", f"s0-rep{rep}") for rep in range(6)] + [("open", "s0-rep1"), ("open", "s0-rep4")]
-    assert facts["opened"] == 2 and facts["opened_bytes"] == 16 and facts["open_ms"] >= 0
+    assert facts["opened"] == 2 and facts["opened_bytes"] == 2 * 12000 and facts["open_ms"] >= 0
 
 
-def test_a_pinned_output_is_read_only_where_its_digest_is_the_pins(events, monkeypatch):
+def test_a_pinned_output_is_read_only_where_its_sample_still_holds(events):
     handed = block(3)
     pinned = pins.Pins()
     try:
@@ -69,11 +68,30 @@ def test_a_pinned_output_is_read_only_where_its_digest_is_the_pins(events, monke
         closed(handed)
     taken = pinned.take()
     assert sorted(taken) == [0, 2] and pinned.take() == {}  # a block's pins serve one check
-    assert pins.as_pinned(taken[2], 1 << 20)[0].tolist() == [2.0, 2.0]
-    tensors, _ = taken[0]
-    tensors[0] += 1.0  # written after the pin: by work the candidate left on the device
-    with pytest.raises(HandoffError, match="digest differs"):
+    assert pins.as_pinned(taken[2], 1 << 20)[0].tolist() == [2.0] * 3000
+    tensors, samples = taken[0]
+    assert samples[0].places.numel() == pins.SAMPLES < 12000  # a sample of its bytes, at places drawn at the pin
+    tensors[0][:] = 1.0  # written after the pin: by work the candidate left on the device
+    with pytest.raises(HandoffError, match="differ from the pin's"):
         pins.as_pinned(taken[0], 1 << 20)
+
+
+def test_an_output_a_tenth_unfinished_at_its_pin_is_caught_by_its_sample():
+    """(1 - f) ** SAMPLES: a tenth left to finish after the pin passes one output's sample with probability 1e-187."""
+    finished = torch.arange(10_000, dtype=torch.float32)
+    unfinished = finished.clone()
+    unfinished[::10] = 0.0
+    caught = sum(not pins.Sample(unfinished).holds(finished) for _ in range(20))
+    assert caught == 20
+
+
+def test_the_places_come_from_a_generator_no_input_draw_leads_to(events):
+    """Reseeding torch's own generators, as every input draw does, moves nothing a pin samples."""
+    output = torch.arange(50_000, dtype=torch.float32)
+    torch.manual_seed(0)
+    first = pins.Sample(output).places
+    torch.manual_seed(0)
+    assert not torch.equal(first, pins.Sample(output).places)
 
 
 def test_a_picked_repetition_with_a_broken_descriptor_is_unreadable_and_an_unpicked_one_is_not_the_pins(events):
@@ -90,9 +108,9 @@ def test_a_picked_repetition_with_a_broken_descriptor_is_unreadable_and_an_unpic
     assert sorted(pinned_elsewhere.take()) == [0, 3]  # left for the check's release, which names it
 
 
-def test_the_references_own_pin_reads_its_descriptors_as_it_reads_theirs_and_digests_as_many(events, monkeypatch):
-    digested = []
-    monkeypatch.setattr(pins, "_digests", lambda outputs: digested.extend(outputs) or [[] for _ in outputs])
+def test_the_references_own_pin_reads_its_descriptors_as_it_reads_theirs_and_samples_as_many(events, monkeypatch):
+    sampled = []
+    monkeypatch.setattr(pins, "Sample", lambda tensor: sampled.append(tensor))
     handed = block(5)
     held = {10 + rep: [torch.full((2,), float(rep))] for rep in range(5)}
     try:
@@ -100,5 +118,5 @@ def test_the_references_own_pin_reads_its_descriptors_as_it_reads_theirs_and_dig
     finally:
         closed(handed)
     assert events == [("read", f"s0-rep{rep}") for rep in range(5)]  # no IPC open: its own memory
-    assert [t[0].tolist() for t in digested] == [[0.0, 0.0], [3.0, 3.0]]
+    assert [t.tolist() for t in sampled] == [[0.0, 0.0], [3.0, 3.0]]
     assert facts == {"opened": 0, "opened_bytes": 0, "open_ms": 0.0}
