@@ -60,6 +60,12 @@ SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
 # on an H200, at most 0.26, 0.35, 0.45 and 0.89 (bench/probes/check_reps_parts.py --no-event). No more: the device runs
 # the candidate's leftover work while an open takes its time.
 OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
+# What an honest candidate's pin still took beyond the reference's of its own after that credit, for each output opened:
+# the device's first reads of memory just mapped, which the reference's own outputs have not. On two H200s (6c1feaf,
+# level 1 judged as itself) a median 0.34 ms a block of two opened outputs, 0.96 ms at the 95th percentile; level 2
+# (d2a30c9) 0.20 and 0.43 ms (bench/identity_journals.py). Charged as calls' work before, it had honest short calls
+# disputed (level1/12, a 0.056 ms call in blocks of 31). Credited as the opens are, for as many as an honest call pins.
+TOUCH_MS = 0.20
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
@@ -129,16 +135,17 @@ def pin_ms(reference) -> float:
 def open_credit_ms(block, honest_share: float) -> float:
     """What the reference's IPC opens in a block's pin are credited (ms): their time, up to what honest opens take.
 
-    And up to as many repetitions' opens as an honest call of the block's length would have pinned (`honest_share`
-    of its repetitions, pinned_share): a process that slows its rehearsal is given few repetitions, all of each block
-    pinned, and each open credited is time the device runs what it left (a red team's simulation, 3-5x).
+    Each output opened is credited TOUCH_MS too. And no more than as many repetitions' opens as an honest call of the
+    block's length would have pinned (`honest_share` of its repetitions, pinned_share): a process that slows its
+    rehearsal is given few repetitions, all of each block pinned, and each open credited is time the device runs what
+    it left (a red team's simulation, 3-5x).
     """
     pin, picked = block.pin, len(block.picked or ())
     took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
     if not picked or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
         return 0.0
     honest = opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30)
-    return min(took, honest, honest * honest_share * block.reps / picked)
+    return min(min(took, honest) + opened * TOUCH_MS, (honest + opened * TOUCH_MS) * honest_share * block.reps / picked)
 
 
 def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable[[float], float]:

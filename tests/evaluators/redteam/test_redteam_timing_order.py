@@ -547,10 +547,11 @@ OPENS_CREDITED = pytest.mark.xfail(
     strict=True,
     reason=(
         "open: the pin's IPC opens, which the reference's pin of its own outputs has not, are credited "
-        "(up to what honest ones take), and the device runs what the candidate left meanwhile: two opens "
-        "a block of 31 repetitions of a 0.2 ms call hide 0.023 ms of each, and 0.89 of the work done in "
-        "its calls reads 1.12x with no flag. Closing it needs the opens out of the pin (the candidate's "
-        "segments kept open by the reference from block to block, a new one's open charged)"
+        "(up to what honest ones take, and TOUCH_MS each for the first reads of memory just mapped), and "
+        "the device runs what the candidate left meanwhile: two opens a block of 31 repetitions of a 0.2 "
+        "ms call hide 0.035 ms of each, and 0.82 of the work done in its calls reads 1.22x with no flag. "
+        "Closing it needs the opens out of the pin (the candidate's segments kept open by the reference "
+        "from block to block, a new one's open charged)"
     ),
 )
 
@@ -558,7 +559,7 @@ OPENS_CREDITED = pytest.mark.xfail(
 @OPENS_CREDITED
 def test_work_hidden_behind_the_credited_opens_of_a_block_counts_as_the_calls(tmp_path, cuda_lock, device):
     device.open_s = wall.OPEN_MS * 1e-3
-    leaver = LeavesItRunning(device, "candidate", CALL_MS, HARNESS_MS, share=0.89)
+    leaver = LeavesItRunning(device, "candidate", CALL_MS, HARNESS_MS, share=0.82)
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS, pin_ms=0.05)
     result = judged(tmp_path, reference, leaver)
     assert result.speedup < 1.05, (codes(result), result.speedup)
