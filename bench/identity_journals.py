@@ -22,8 +22,8 @@ line of a problem counts). Per journal:
 - each row wider than 2 %: its half-width, its repetitions, and how far its own band (`band_within`) reaches on
   each side;
 - where the journal has them, the candidate's seal (its outputs' handoff, timed apart from its calls) and the
-  reference's pin of its picked outputs (their digests, right behind the seal), each beyond the reference's own, over
-  the reference's own, and the two shapes that needed most of the reference's beyond the jitter term: what
+  reference's pin of its picked outputs (right behind the seal), each beyond the reference's own, over the
+  reference's own and a block, and the two shapes that needed most of the reference's beyond the jitter term: what
   judge/wall.py's SEAL_SLACK must cover; and the work a candidate as these could move out of its calls into either
   unflagged (the tolerance and its shortfall against the reference's), as a share of the call;
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
@@ -174,7 +174,7 @@ class AfterCalls:
 
 AFTER_CALLS = (
     AfterCalls("seal", "seal_ms", "its outputs' handoff; their digests too before 4cee415"),
-    AfterCalls("pin", "pin_ms", "the reference's digests of the picked outputs, since 4cee415"),
+    AfterCalls("pin", "pin_ms", "the reference's reads of the picked outputs: digests until 3dcf0a2, then samples"),
 )
 
 
@@ -190,6 +190,10 @@ def after_calls(after: AfterCalls, keyed: list[tuple[str, dict]]) -> None:
           f"{max(beyond):+.1%}, {max(after.excess_ms(s) for _, s in shapes):+.3f} ms a call at most; the reference's "
           f"a median {statistics.median(after.reference_ms(s) for _, s in shapes):.3f} ms a call ({len(shapes)} "
           f"shapes)")  # fmt: skip
+    blocks = [after.excess_ms(s) * block_reps(s) for _, s in shapes]
+    ventiles = statistics.quantiles(blocks, n=20)
+    print(f"  the candidate's {after.name} beyond the reference's, a block: median {statistics.median(blocks):.3f} ms, "
+          f"5-95 % {ventiles[0]:.3f} to {ventiles[-1]:.3f}, most {max(blocks):.3f}")  # fmt: skip
     needed = sorted((after.needed(s), key) for key, s in shapes)[-2:]
     print(f"  the share of the reference's {after.name} an honest one needed beyond SEAL_JITTER_MS, the two most: "
           + ", ".join(f"{share:.1%} ({key})" for share, key in reversed(needed)))  # fmt: skip

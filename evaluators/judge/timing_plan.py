@@ -23,15 +23,15 @@ inputs of the candidate's repetition k of block b, and its output there answers 
 (worker/timed_answers.py). The parent holds the device's timing lock around all of it, so its clock never counts a
 wait for it.
 
-Each block's timing command holds every repetition's outputs; its seal, sent with it and answered right behind it, takes
-their digests (on a GPU) and hands them over, on both sides alike. The parent's clock times the two apart: a seal longer
-than the reference's counts as calls' work (judge/wall.py), and the digests are no longer harness work a process could
-do inside its own calls and be credited. From the seal's reply until the candidate's next command its processes are
-stopped (judge/pause.py), and meanwhile the parent picks checked_per_block of the block's repetitions (all in a strict
-run) and the reference checks their outputs element by element: nothing the candidate does after its block, in a later
-block or command, can change what is checked, and nothing in its process decides or knows how it will be checked. A
-block holds no more repetitions than the device keeps outputs of at once (the layout's `retained`); a shape needs more
-blocks where its outputs are large.
+Each block's timing command holds every repetition's outputs; its seal, sent with it and answered right behind it, hands
+them over, on both sides alike. The parent's clock times the two apart: a seal longer than the reference's counts as
+calls' work (judge/wall.py). On a GPU the parent then picks checked_per_block of the block's repetitions, and the
+reference pins them at once, before the candidate is stopped (worker/pins.py); its pin's span beyond its pin of its own
+counts as calls' work too. From then until the candidate's next command its processes are stopped (judge/pause.py), and
+meanwhile the reference checks the picked outputs (all in a strict run) element by element: nothing the candidate does
+after its block, in a later block or command, can change what is checked, and nothing in its process decides or knows
+how it will be checked. A block holds no more repetitions than the device keeps outputs of at once (the layout's
+`retained`); a shape needs more blocks where its outputs are large.
 
 On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
 events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
@@ -384,7 +384,7 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
 def _pins(reference_call, where, shape: int, blocks: int):
     """(the reference's pin of its own blocks, its pin of the candidate's): Side.pin for each (worker/pins.py).
 
-    Each picks the block's repetitions the check reads (picked) and has the reference digest them, every descriptor
+    Each picks the block's repetitions the check reads (picked) and has the reference sample them, every descriptor
     of the block read first; the reference's own pin of as many of its own outputs is what the candidate's is weighed
     against (judge/wall.py).
     """

@@ -5,7 +5,7 @@ its own (trusted) process, in as many commands, and once more with no repetition
 the pipe, the last sync, the reply), so what the harness costs per repetition (drawing inputs, flushing, holding the
 outputs) is known apart from the reference's own calls; what is left of a side's span is its calls. Work hidden
 anywhere in the candidate's process while the command runs (a patched timer, answers recomputed between repetitions,
-a stall) shows up there. The outputs' digests and handoff are the block's seal, timed apart and weighed against the
+a stall) shows up there. The outputs' handoff is the block's seal, timed apart and weighed against the
 reference's (block_ms), and so is the reference's pin of the outputs its check reads (worker/pins.py), which comes
 right behind the candidate's seal.
 
@@ -49,8 +49,8 @@ CALL_SLACK, CALL_SHARE, LAUNCHES_MS, HARNESS_SLACK, JITTER_MS = 0.10, 0.03, 0.15
 # The most of a block's calls the reference's fixed cost beyond the pipe may be credited as (see above).
 CREDIT_SHARE = 0.01
 # How much longer than the reference's a candidate's seal may take before the rest counts as its calls' work: a share
-# of the reference's seal per repetition (the outputs' digests, their handoff), and a fixed jitter of a command. On one
-# H200, KernelBench's levels 1 and 2 judged as themselves needed at most 2.4 % of the reference's seal beyond the
+# of the reference's seal per repetition (then the outputs' digests and handoff), and a fixed jitter of a command. On
+# one H200, KernelBench's levels 1 and 2 judged as themselves needed at most 2.4 % of the reference's seal beyond the
 # jitter (one shape 21 % of a 0.16 ms seal: 0.03 ms of an 8.4 ms call), so 3 %; at 10 % a 0.055 ms call could move
 # four fifths of its work into a seal four times its length (bench/identity_journals.py).
 SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
@@ -172,7 +172,7 @@ def block_ms(block, reference, harness: float, seal: float, pin: float, share: C
 
     A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
     the seal's noise, is work moved out of the calls and counts as theirs. So is what the reference's pin, right
-    behind it, takes beyond its pin of its own outputs: work left running on the device, which its digests wait for.
+    behind it, takes beyond its pin of its own outputs: work left running on the device, which its reads share it with.
     `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
     """
     calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)

@@ -370,7 +370,7 @@ def check_reps(session: Session, model, command: dict, tolerance: tuple, memory:
     `kept` holds the reference's own outputs of the repetitions it timed on these inputs (timed_answers.py); the
     others are computed here, with a reference call each. The candidate's process is stopped meanwhile
     (judge/timing_plan.py). Outputs kept on the device were pinned right after the block (worker/pins.py): `pinned`
-    holds them, and each is read only where its digest is still the pinned one; those not named are dropped, which
+    holds them, and each is read only where its sample still holds; those not named are dropped, which
     lets their counts go. A strict run names the block's others too, opened here. Returns {"mismatch": [repetition,
     mismatch] for the first that differs, or None}.
     """

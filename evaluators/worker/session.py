@@ -155,7 +155,7 @@ class Session:
 
         Inside the timing command the handoff was harness work the parent credited at the reference's cost, which a
         process could skip; timed apart, a seal longer than the reference's counts as calls' work (judge/wall.py). On a
-        GPU the reference then pins the outputs it will check (worker/pins.py); this process takes no digest of its own.
+        GPU the reference then pins the outputs it will check (worker/pins.py): nothing of the check runs here.
         Each process keeps them until its next command, which comes only once the reference is done with them; the
         reference's own are kept to pin (`pinnable`), none reads them through the handoff.
         """

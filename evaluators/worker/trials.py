@@ -106,7 +106,7 @@ def hold_as_made(outputs: list[torch.Tensor], device: str, held: list[tuple[int,
     twice, or every output where `held` is None (a call that reuses its buffers). Raises OutputReused where the call
     wrote into an earlier repetition's output: the caller times the block again, copying all. None where the output
     is on another device: that copy waits for the device (worker/timing.py makes it after). The reference's views
-    are copied as the candidate's are: held as made, their digest's reshape copied them in the reference's seal, and
+    are copied as the candidate's are: held as made, the reshape of the digest once in its seal copied them, and
     a candidate's seal had that copy's time as room for work moved out of its calls (a red team, simulated: 6.7x).
     """
     if held is None:
