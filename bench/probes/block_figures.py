@@ -1,0 +1,60 @@
+"""What the parent saw of every timing block of a few evaluations: each side's block, seal and pin, and its figure.
+
+    python bench/probes/block_figures.py [--candidate FILE] PROBLEM [PROBLEM ...] [--device cuda]
+
+Each PROBLEM is judged once (a KernelBench file against its own reference, unless --candidate names a candidate for
+all of them). For each timed shape it prints the reference's calibration (its ping, its command with no repetition,
+the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
+block's span, its seal's, its pin's, the repetitions pinned and the pin's facts, in ms), the parent's figure per block
+of the candidate, and the verdict's figures. It watches judge/wall.judge_timing from outside; nothing is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from reference_candidates import reference_candidate  # noqa: E402
+
+from evaluators import EvalOptions, evaluate  # noqa: E402
+from evaluators.judge import wall  # noqa: E402
+
+_judge_timing = wall.judge_timing
+
+
+def watched(side, reference, honest_reps, device):
+    """judge_timing, with what it weighed printed for every side but the reference's own."""
+    verdict = _judge_timing(side, reference, honest_reps, device)
+    if side is not reference:
+        print(f"  reference: ping {reference.floor_s * 1e3:.3f}, command {reference.fixed_s * 1e3:.3f}, harness "
+              f"{wall.harness_ms(reference, device):.3f}, seal {wall.seal_ms(reference):.4f}, pin "
+              f"{wall.pin_ms(reference):.4f} ms a repetition")  # fmt: skip
+        for name, timing in (("ref ", reference), ("cand", side)):
+            for b in timing.blocks:
+                print(f"  {name} first {b.first:3d} reps {b.reps:2d} span {b.seconds * 1e3:7.3f} seal "
+                      f"{b.seal_s * 1e3:6.3f} pin {b.pin_s * 1e3:6.3f} picked {b.picked} {b.pin}")  # fmt: skip
+        print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
+        print(f"  parent {verdict.parent_ms:.4f}, claimed {verdict.claimed_ms:.4f}, slack {verdict.slack_ms:.4f}, "
+              f"pin beyond {verdict.pin_excess_ms:.4f} ms a call")  # fmt: skip
+    return verdict
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problems", type=Path, nargs="+")
+    parser.add_argument("--candidate", type=Path, help="one candidate for every problem (default: its reference)")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    wall.judge_timing = watched
+    for path in args.problems:
+        source = args.candidate.read_text() if args.candidate else reference_candidate(path.read_text(), "kernelbench")
+        result = evaluate(str(path), source, args.device, EvalOptions())
+        print(f"== {path}: {result.status} {result.speedup} {[f.code for f in result.flags]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
