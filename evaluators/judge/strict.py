@@ -230,7 +230,12 @@ def _unconfirmed(strict: EvalResult) -> str:
 def _why(first: EvalResult, strict: EvalResult | None) -> str:
     reason = first.set_aside
     if not strict_can_clear(first.flags):
-        return f"{reason} (no strict re-evaluation clears this)"
+        # A strict run still confirms its change (_standing): what it found beyond the first's flags is said too, a
+        # dispute of the figures the row then carries above all.
+        known = {flag.text for flag in first.flags}
+        found = [f.text for f in (strict.flags if strict else []) if f.severity == "hard" and f.text not in known]
+        also = f"; the strict re-evaluation: {'; '.join(found)}" if found else ""
+        return f"{reason} (no strict re-evaluation clears this){also}"
     if strict is None:
         return reason
     if strict.status != "correct":

@@ -157,6 +157,15 @@ def test_a_suites_row_set_aside_for_good_still_gets_its_change_confirmed():
     assert held.measured.speedup == 1.0 and held.measured.significant is False
 
 
+def test_what_a_confirming_run_of_a_row_set_aside_for_good_found_beyond_it_is_said():
+    """level1/87 on two H200s: set aside by no_custom_kernel, its confirming strict run disputed; the row carried the
+    strict run's figures and said nothing of the dispute."""
+    first = result(1.01, "no_custom_kernel", band=(1.0, 1.03))
+    held = standing(first, result(0.87, "no_custom_kernel", "timing_disputed", strict=True, band=(0.84, 0.9)))
+    assert held.set_aside == ("no_custom_kernel happened (no strict re-evaluation clears this); the strict "
+                              "re-evaluation: timing_disputed happened")  # fmt: skip
+
+
 def test_a_flag_in_the_first_run_buys_no_narrower_band_than_a_clean_one():
     # Cleared or confirmed, the same two runs add up to the same: the flag is no way to keep the first run's band alone.
     runs = (1.15, (1.1, 1.2)), (1.3, (0.95, 1.5))
