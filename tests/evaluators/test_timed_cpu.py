@@ -89,8 +89,16 @@ def test_the_reference_judged_as_its_own_candidate_reads_one_on_the_cpu(cache_di
     reference read 0.065x of itself here (2.64 ms against 0.077 ms).
     """
     problem = load_problem("row_softmax")
-    result = evaluate(problem, problem.reference_as_candidate(), "cpu", EvalOptions(cache_dir=cache_dir))
-    assert result.status == "correct", result.message
-    timed = [s for s in result.shapes if s.kind == "benchmark"]
-    assert timed and all(0.5 <= s.speedup <= 2.0 for s in timed), [(s.runtime_ms, s.baseline_ms) for s in timed]
-    assert all(s.speedup_band[0] <= s.speedup <= s.speedup_band[1] for s in timed)
+    readings = []
+    # Twice at most: each shape has three one-repetition blocks here, and a host stall on the 2-core machine that holds
+    # two of a side's commands puts the parent's figure in place of its timer's (0.076x and 0.14x of itself, once in
+    # several full runs each, both times the second shape). An asymmetry between the sides reads so every time.
+    for _ in range(2):
+        result = evaluate(problem, problem.reference_as_candidate(), "cpu", EvalOptions(cache_dir=cache_dir))
+        assert result.status == "correct", result.message
+        timed = [s for s in result.shapes if s.kind == "benchmark"]
+        assert timed and all(s.speedup_band[0] <= s.speedup <= s.speedup_band[1] for s in timed)
+        readings.append([(s.runtime_ms, s.baseline_ms) for s in timed])
+        if all(0.5 <= s.speedup <= 2.0 for s in timed):
+            return
+    raise AssertionError(f"read off itself twice: {readings}")
