@@ -370,7 +370,7 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
     checked = [] if timing.mismatch is not None else checked
     handed = where(candidate.last_reply, block.reps)
     # Let go of by the reference unopened: the pinned ones' counts go as the pin's tensors are dropped.
-    unread = [k for k in range(block.reps) if k not in checked and (k not in pinned or block.picked is None)]
+    unread = [k for k in range(block.reps) if k not in checked and k not in (block.picked or ())]
     command = {
         "cmd": "check_reps", "shape": candidate.shape, "reps": [block.first + k for k in checked],
         "blocks": [[block.first, block.reps, block.nonce]], "held_on_device": layout["retained_on_device"],

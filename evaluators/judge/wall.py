@@ -217,7 +217,9 @@ class Verdict:
     seal_ms: float = 0.0  # the reference's seal per repetition (seal_ms)
     seal_excess_ms: float = 0.0  # the side's seal per call beyond it, the median over its blocks (seal_excess_ms)
     pin_ms: float = 0.0  # the reference's pin of its own outputs per repetition pinned (pin_ms)
-    pin_excess_ms: float = 0.0  # the pin of the side's blocks per call beyond it, the median (pin_excess_ms)
+    # The pin of the side's blocks per call beyond it, the median (pin_excess_ms), its opens credited in full: block_ms
+    # credits no more than an honest call pins, which differs only where the side was given few repetitions.
+    pin_excess_ms: float = 0.0
     open_ms: float | None = None  # the pin's IPC open of one of the side's outputs, the median over its blocks
 
     @property

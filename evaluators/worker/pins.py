@@ -3,20 +3,20 @@
 On a GPU a held output stays in the candidate's device memory, and the reference reads it through CUDA IPC once the
 candidate's process is stopped (judge/timing_plan.py). Work the candidate left queued still runs (judge/pause.py): a
 block's calls could return unfinished outputs and leave their finishing to kernels that outlive the reply. What the
-check reads must be what was there when the block's commands ended, and nothing in the candidate's process may say
-what that was: a digest its own seal took was work it could fuse with finishing its answers, inside the seal the
-parent credits at the reference's cost (up to 9x, simulated on level1/19's figures). So the parent asks the reference,
-right after the candidate's seal reply, to open the repetitions it picked for the check and read SAMPLES bytes of each
-output at places drawn then, from a generator no other process knows. The pin's span on the parent's clock counts as
-the candidate's, weighed against the reference's pin of as many of its own outputs (judge/wall.py). Work still on the
-device shares it with the pin's reads (the contexts are time-sliced): it slows the pin, which counts, or lands after
-the reads; then the check, which copies each output and finds its sample changed, reads it as not what the block
-left. An output whose unfinished share is f passes a pin's sample with probability (1 - f) ** SAMPLES: 2 % at
-f = 0.1 %, and a shape pins two repetitions a block. A sample, not a digest of every byte: the pin then costs both
-sides alike whatever their memory, where a digest of the candidate's outputs read through IPC ran a median 6 % and at
-most 43 % longer than the reference's of its own on an H200 (docs/BENCHMARKS_HISTORY.md), charged to honest
-candidates. The IPC opens the candidate's pin has and the reference's own does not are timed here and credited up to
-what honest opens cost (judge/wall.py, OPEN_MS).
+check reads must be what was there when the block's commands ended, and nothing in the candidate's process may say what
+that was: a digest its own seal took was work it could fuse with finishing its answers, inside the seal the parent
+credits at the reference's cost (up to 9x, simulated on level1/19's figures). So the parent asks the reference, right
+after the candidate's seal reply, to open the repetitions it picked for the check and read SAMPLES bytes of each output
+at places drawn then, from a generator no other process knows. The pin's span on the parent's clock counts as the
+candidate's, weighed against the reference's pin of as many of its own outputs (judge/wall.py). Work still on the device
+shares it with the pin's reads (the contexts are time-sliced): it slows the pin, which counts, or lands after the reads;
+then the check, which copies each output and finds its sample changed, reads it as not what the block left. An output
+whose unfinished share is f passes a pin's sample with probability (1 - f) ** SAMPLES: 2 % at f = 0.1 %, and a shape
+pins two repetitions a block. A sample, not a digest of every byte: with it the reference's pin of its own outputs fell
+from a median 0.72 to 0.19 ms a call on level 1 (two H200s, bench/identity_journals.py). (The candidate's pin ran longer
+than the reference's of its own by as much with either, a median 0.30-0.34 ms a block on level 1: the cost of opening,
+docs/BENCHMARKS_HISTORY.md.) The IPC opens the candidate's pin has and the reference's own does not are timed here and
+credited up to what honest opens cost (judge/wall.py, OPEN_MS).
 """
 
 from __future__ import annotations

@@ -296,9 +296,10 @@ def serve_reference(session: Session) -> None:
         elif cmd == "pin":
             first = command["first"]
             if "own" in command:
+                # Its seal's handoff, descriptor and device outputs alike, one a repetition in order.
                 own = {first + k: Handed(os.getpid(), fd, output_name(shape, "rep", first + k))
                        for k, fd in enumerate(session.handed)}  # fmt: skip
-                facts = pin_own(own, session.pinnable or {}, command["own"], first)
+                facts = pin_own(own, dict(zip(own, session.held.outputs, strict=True)), command["own"], first)
             else:
                 bound = max(limit, _file_bound(meta["sizes"][shape]["output_bytes"]))
                 reps = range(first, first + len(command["fds"]))

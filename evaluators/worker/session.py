@@ -40,7 +40,6 @@ class Session:
         self.timing_tensors: tuple[int, tuple] | None = None
         self.copying: set[int] = set()  # shapes whose calls reuse their output buffers: every held output copied
         self.sealing: tuple[int, dict, bool] | None = None  # the block just timed: (shape, held outputs, on device)
-        self.pinnable: dict | None = None  # the block just sealed, its outputs on the device: {rep: outputs}
 
     def commands(self):
         """The parent's commands, one at a time, until it closes the pipe; each makes its shape current."""
@@ -68,7 +67,6 @@ class Session:
             self.sealing = None  # a block's outputs wait for its seal only: it comes right behind its timing
         if command["cmd"] == "pin":
             return  # the reference's pin of its own block comes right behind its seal: what it handed over stays
-        self.pinnable = None
         # The parent asks again only once the reference has compared (and dropped) them.
         self.held.release(keep_pool=timing)
         for fd in self.handed:
@@ -157,13 +155,12 @@ class Session:
         process could skip; timed apart, a seal longer than the reference's counts as calls' work (judge/wall.py). On a
         GPU the reference then pins the outputs it will check (worker/pins.py): nothing of the check runs here.
         Each process keeps them until its next command, which comes only once the reference is done with them; the
-        reference's own are kept to pin (`pinnable`), none reads them through the handoff.
+        reference pins its own from what it handed over (`handed`, `held`), none reads them through the handoff.
         """
         if self.sealing is None:
             raise RuntimeError("a seal with no block timed just before it")
         (shape, held, on_device), self.sealing = self.sealing, None
         unread = self.job["role"] == "reference"
-        self.pinnable = held if on_device and unread else None
         handed = [self.hand_over(output_name(shape, "rep", rep), outputs, on_device, unread)
                   for rep, outputs in held.items()]  # fmt: skip
         return {"handed": handed}
