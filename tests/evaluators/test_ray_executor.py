@@ -228,8 +228,10 @@ def test_an_evaluate_only_batch_runs_on_the_cluster(local_ray, tmp_path):
     assert report["machine"]["executor"].startswith("ray (ray): 1 node(s)")
     (row,) = report["rows"]
     assert row["status"] == "correct", row["message"]
-    (line,) = (out / "results.jsonl").read_text().splitlines()
-    assert json.loads(line)["result"]["node"] == socket.gethostname()
+    # A CPU reading that looks significant on a loaded machine appends its confirmation: every line ran on the node.
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    runs = [line[run] for line in lines for run in ("result", "strict", "control") if line.get(run)]
+    assert lines and all(run["node"] == socket.gethostname() for run in runs)
 
 
 def test_an_evaluate_only_batch_sends_its_strict_re_evaluation_to_the_cluster(local_ray, tmp_path, monkeypatch):
