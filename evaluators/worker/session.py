@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from evaluators.worker import device_memory, timing
-from evaluators.worker.device_handoff import HeldOutputs, share_outputs
+from evaluators.worker.device_handoff import HeldOutputs, let_go, share_outputs
 from evaluators.worker.handoff import output_name, write_outputs
 from evaluators.worker.replies import Replies
 from evaluators.worker.timing_cpu import pinned, timing_cpu
@@ -35,6 +35,7 @@ class Session:
         self.runtime = problem_runtime(unpack_problem(job["problem"], Path.cwd() / "problem"), self.device)
         self.held = HeldOutputs(self.device)  # outputs the reference may be reading through CUDA IPC
         self.handed: list[int] = []  # descriptors of the sealed files handed over since the last command
+        self.counts: list = []  # the counts of its own outputs shared unread, let go before they are dropped (begin)
         self.timing_cpu = timing_cpu(self.device) if job.get("pin_timing") else None
         # (shape, its input sets and flush buffer): kept through the shape's timing commands (begin)
         self.timing_tensors: tuple[int, tuple] | None = None
@@ -68,6 +69,7 @@ class Session:
         if command["cmd"] == "pin":
             return  # the reference's pin of its own block comes right behind its seal: what it handed over stays
         # The parent asks again only once the reference has compared (and dropped) them.
+        let_go(self.counts)
         self.held.release(keep_pool=timing)
         for fd in self.handed:
             os.close(fd)
@@ -87,7 +89,7 @@ class Session:
         `unread`: no process will open them (device_handoff.share_outputs).
         """
         if on_device:
-            fd = share_outputs(name, outputs, unread)
+            fd = share_outputs(name, outputs, self.counts if unread else None)
             self.held.hold(outputs)
         else:
             fd = write_outputs(name, outputs)

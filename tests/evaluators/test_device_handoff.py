@@ -221,3 +221,35 @@ def test_a_descriptor_of_values_no_check_foresaw_is_the_candidates_handoff_error
     for read in (lambda handed: open_shared(handed, max_bytes=1 << 30), release_unread):
         with pytest.raises(HandoffError):
             read(write([{"dtype": "float32", "shape": [4], "storage": {**GOOD_STORAGE, "counter": {}}}]))
+
+
+def test_the_counts_a_sharer_kept_aside_are_let_go_once_each(monkeypatch):
+    """The reference's own timed copies: their counts are let go before they are dropped, never inside the seal."""
+    from evaluators.worker import device_handoff
+
+    released = []
+    monkeypatch.setattr(device_handoff, "_RELEASE", lambda counter, offset: released.append((counter, offset)))
+    counts = [(b"/torch_1", 3), (b"/torch_1", 4)]
+    device_handoff.let_go(counts)
+    device_handoff.let_go(counts)
+    assert released == [(b"/torch_1", 3), (b"/torch_1", 4)] and counts == []
+
+
+def test_a_session_lets_go_of_its_own_counts_before_it_drops_its_outputs_and_not_at_a_pin(monkeypatch, tmp_path):
+    from evaluators.worker import session as session_module
+
+    order = []
+    monkeypatch.setattr(session_module, "let_go", lambda counts: order.append(("let_go", list(counts))))
+    state = session_module.Session.__new__(session_module.Session)
+    state.counts, state.handed, state.sealing, state.timing_tensors, state.device = (
+        [(b"/torch_1", 0)],
+        [],
+        None,
+        None,
+        "cpu",
+    )
+    state.held = type("Held", (), {"release": lambda self, keep_pool: order.append(("release", keep_pool))})()
+    state.begin({"cmd": "pin"})
+    assert order == []  # the reference's pin of its own block reads what its seal handed over
+    state.begin({"cmd": "check_reps"})
+    assert order == [("let_go", [(b"/torch_1", 0)]), ("release", True)]  # the pool kept through the shape
