@@ -120,7 +120,6 @@ def summary(path: Path, cap: float) -> None:
     keyed = [(e["row"]["key"], s) for e in entries for s in ((e["strict"] or e["result"]).get("shapes") or [])]
     for after in AFTER_CALLS:
         after_calls(after, keyed)
-    outside(keyed)
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (
@@ -202,20 +201,6 @@ def after_calls(after: AfterCalls, keyed: list[tuple[str, dict]]) -> None:
     print(f"  work a candidate as these could move from its calls into its {after.name} unflagged: median "
           f"{statistics.median(m for m, _ in moved):.1%} of the call, over 10 % on {sum(m > 0.1 for m, _ in moved)} "
           f"of {len(moved)} shapes, most {moved[-1][0]:.1%} ({moved[-1][1]})")  # fmt: skip
-
-
-def outside(keyed: list[tuple[str, dict]]) -> None:
-    """What the runtimes counted of work outside the calls (wall.outside_ms), and the pins' fresh opens (e5c47bc on)."""
-    shapes = [
-        (key, s) for key, s in keyed if (s.get("wall") or {}).get("outside_ms") is not None and s.get("runtime_ms")
-    ]
-    if not shapes:
-        return
-    shares = sorted((s["wall"]["outside_ms"] / s["runtime_ms"], key) for key, s in shapes)
-    fresh = [s["wall"].get("fresh_opened") or 0 for _, s in shapes]
-    print(f"  work outside the calls counted into the runtime: on {sum(v > 0 for v, _ in shares)} of {len(shares)} "
-          f"shapes, median {statistics.median(v for v, _ in shares):.2%} of the runtime, most {shares[-1][0]:.2%} "
-          f"({shares[-1][1]}); fresh opens a shape: median {statistics.median(fresh)}, most {max(fresh)}")  # fmt: skip
 
 
 def honest_gap(shape: dict) -> tuple[float, float] | None:

@@ -45,8 +45,6 @@ class WallCheck(BaseModel):
     pin_ms: float | None = Field(None, description="the reference's pin of its own outputs per repetition pinned")
     pin_excess_ms: float | None = Field(None, description="the pin of the candidate's blocks per call beyond it")
     open_ms: float | None = Field(None, description="the pin's IPC open of one of the candidate's outputs, a median")
-    fresh_opened: int | None = Field(None, description="outputs its pins opened in segments not kept mapped, in all")
-    outside_ms: float | None = Field(None, description="its work per call outside the timed calls, counted in")
 
 
 class ShapeResult(BaseModel):

@@ -156,7 +156,6 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     runtime += side
     _flag_left_behind(result, shape_result.name, timing)
     clock = wall.judge_timing(timing, reference, reps_for, device)
-    runtime += clock.outside  # work its seal and the pin behind it showed outside the timed calls
     if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",
@@ -200,8 +199,6 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         pin_ms=clock.pin_ms,
         pin_excess_ms=clock.pin_excess_ms,
         open_ms=clock.open_ms,
-        fresh_opened=clock.fresh_opened,
-        outside_ms=clock.outside,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)
@@ -251,11 +248,7 @@ def band_series(side, clock: wall.Verdict) -> list[list[float]]:
 
     Each at least RESOLUTION_MS, as the figure is: a forged zero still draws finite ratios.
     """
-    if clock.disputed:
-        series = [[figure] for figure in clock.blocks_ms]
-    else:  # each block's own times, with what it did outside its calls (wall.outside_ms)
-        outside = clock.outside_ms or [0.0] * len(side.blocks)
-        series = [[t + extra for t in block] for block, extra in zip(wall.block_times(side), outside, strict=True)]
+    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side)
     return [[max(t, RESOLUTION_MS) for t in block] for block in series]
 
 

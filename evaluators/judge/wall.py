@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from evaluators.judge.timing_plan import Span, block_count, checked_per_block
 
@@ -55,13 +55,10 @@ CREDIT_SHARE = 0.01
 # four fifths of its work into a seal four times its length (bench/identity_journals.py).
 SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
 # The reference's pin of a candidate's block opens the picked outputs through CUDA IPC, which its pin of its own does
-# not. It keeps the candidate's segments mapped from block to block (worker/device_handoff.Mappings), so only a side's
-# first pinned block maps them in an honest run: those fresh opens, timed by the reference, are credited there up to
-# OPEN_MS an opened output and OPEN_MS_PER_GIB of its bytes, and a later block's are charged as its calls' work (the
-# device runs the candidate's leftover work while an open takes its time; credited in every block, opens hid 0.035 ms
-# of each call of a 0.2 ms kernel, 1.22x in simulation). Opening one output (its descriptor read too) took a median
-# 0.22, 0.27, 0.38 and 0.56 ms at 4, 128, 1024 and 4096 MiB on an H200, at most 0.26, 0.35, 0.45 and 0.89
-# (bench/probes/check_reps_parts.py --no-event).
+# not: the opens, timed by the reference, are credited up to OPEN_MS an opened output and OPEN_MS_PER_GIB of its bytes.
+# Opening one output (its descriptor read too) took a median 0.22, 0.27, 0.38 and 0.56 ms at 4, 128, 1024 and 4096 MiB
+# on an H200, at most 0.26, 0.35, 0.45 and 0.89 (bench/probes/check_reps_parts.py --no-event). No more: the device runs
+# the candidate's leftover work while an open takes its time.
 OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
 # What an honest candidate's pin still took beyond the reference's of its own after that credit, for each output opened:
 # the device's first reads of memory just mapped, which the reference's own outputs have not. On two H200s (6c1feaf,
@@ -135,18 +132,17 @@ def pin_ms(reference) -> float:
     return statistics.median(pins) if pins else 0.0
 
 
-def open_credit_ms(block, honest_share: float, first: bool) -> float:
+def open_credit_ms(block, honest_share: float) -> float:
     """What the reference's IPC opens in a block's pin are credited (ms): their time, up to what honest opens take.
 
-    Only the fresh opens of a side's `first` pinned block: later ones map nothing in an honest run (OPEN_MS above).
     Each output opened is credited TOUCH_MS too. And no more than as many repetitions' opens as an honest call of the
     block's length would have pinned (`honest_share` of its repetitions, pinned_share): a process that slows its
     rehearsal is given few repetitions, all of each block pinned, and each open credited is time the device runs what
     it left (a red team's simulation, 3-5x).
     """
     pin, picked = block.pin, len(block.picked or ())
-    took, opened, nbytes = (pin.get(key, 0) for key in ("fresh_ms", "fresh", "fresh_bytes"))
-    if not (first and picked) or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
+    took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
+    if not picked or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
         return 0.0
     honest = opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30)
     return min(min(took, honest) + opened * TOUCH_MS, (honest + opened * TOUCH_MS) * honest_share * block.reps / picked)
@@ -163,48 +159,30 @@ def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable
     return share
 
 
-def pin_excess_ms(block, reference, pin: float, honest_share: float, first: bool) -> float:
+def pin_excess_ms(block, reference, pin: float, honest_share: float) -> float:
     """What the reference's pin of a block took per call beyond its pin of as many of its own outputs (may be < 0)."""
     if not block.picked:
         return 0.0
-    took = max(0.0, block.pin_s - reference.floor_s) * 1e3 - open_credit_ms(block, honest_share, first)
+    took = max(0.0, block.pin_s - reference.floor_s) * 1e3 - open_credit_ms(block, honest_share)
     return (took - len(block.picked) * pin) / block.reps
 
 
-def block_ms(block, reference, harness: float, seal: float, pin: float, share: Callable[[float], float],
-             first: bool) -> float:  # fmt: skip
+def block_ms(block, reference, harness: float, seal: float, pin: float, share: Callable[[float], float]) -> float:
     """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
 
-    Its calls, credited the reference's fixed cost beyond the pipe up to CREDIT_SHARE of them, and the work it moved
-    out of them (outside_ms). `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned
-    (pinned_share); `first`: the side's first pinned block, whose fresh opens are credited (open_credit_ms).
-    """
-    calls = calls_ms(block, reference, harness)
-    beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
-    credited = calls - min(beyond, CREDIT_SHARE * max(calls, 0.0))
-    return credited + outside_ms(block, reference, seal, pin, share(calls), first)
-
-
-def calls_ms(block, reference, harness: float) -> float:
-    """A block's span per call on the parent's clock, less the pipe and the harness's work."""
-    return parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
-
-
-def outside_ms(block, reference, seal: float, pin: float, honest_share: float, first: bool) -> float:
-    """The work per call a block did outside its timed calls, past the noise allowed: what the timer never saw.
-
     A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
-    the seal's noise, is work moved out of the calls. So is what the reference's pin, right behind it, takes beyond its
-    pin of its own outputs: work left running on the device, which its reads share it with. Both count into the side's
-    runtime (judge_timing), not only into the parent's figure: there a timer's allowance (slack_ms) covered them, and a
-    0.2 ms call leaving 0.18 of its work to run past its reply read 1.22x in simulation.
+    the seal's noise, is work moved out of the calls and counts as theirs. So is what the reference's pin, right
+    behind it, takes beyond its pin of its own outputs: work left running on the device, which its reads share it with.
+    `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
     """
+    calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
+    beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
     moved = seal_excess_ms(block, reference, seal) - (SEAL_SLACK * seal + SEAL_JITTER_MS / block.reps)
     left = 0.0
     if block.picked:
-        left = pin_excess_ms(block, reference, pin, honest_share, first)
+        left = pin_excess_ms(block, reference, pin, share(calls))
         left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
-    return max(0.0, moved) + max(0.0, left)
+    return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
 
 def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: float) -> float:
@@ -243,13 +221,6 @@ class Verdict:
     # credits no more than an honest call pins, which differs only where the side was given few repetitions.
     pin_excess_ms: float = 0.0
     open_ms: float | None = None  # the pin's IPC open of one of the side's outputs, the median over its blocks
-    fresh_opened: int = 0  # the outputs its pins opened in segments not kept mapped, over its blocks (Mappings)
-    outside_ms: list[float] = field(default_factory=list)  # per block, the work it did outside its calls (outside_ms)
-
-    @property
-    def outside(self) -> float:
-        """The work per call outside the calls that the side's runtime counts: the median over its blocks."""
-        return statistics.median(self.outside_ms) if self.outside_ms else 0.0
 
     @property
     def disputed(self) -> bool:
@@ -268,28 +239,22 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     allowance for a timer that claims a share of each call.
     """
     harness, seal, pin = harness_ms(reference, device), seal_ms(reference), pin_ms(reference)
-    first = next((b for b in side.blocks if b.picked), None)
-    outside = []
     if side is reference or device != "cuda":
         blocks = [parent_ms(Span(counted_s(b, reference, device), b.reps), reference.fixed_s, harness)
                   for b in side.blocks]  # fmt: skip
     else:
         share = pinned_share(honest_reps, (side.layout or {}).get("retained") or side.reps)
-        blocks = [block_ms(b, reference, harness, seal, pin, share, b is first) for b in side.blocks]
-        outside = [outside_ms(b, reference, seal, pin, share(calls_ms(b, reference, harness)), b is first)
-                   for b in side.blocks]  # fmt: skip
+        blocks = [block_ms(b, reference, harness, seal, pin, share) for b in side.blocks]
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
-    # And the work it did outside its calls, which its runtime counts too (outside_ms).
     reported = reported_ms(side)
     side_ms = side.side_stream_ms if side is reference else side_stream_counted(
         side.side_stream_ms, reference.side_stream_ms, reported)  # fmt: skip
-    claimed = reported + side_ms + (statistics.median(outside) if outside else 0.0)
+    claimed = reported + side_ms
     reps = max(side.reps, honest_reps(parent))
     excess = statistics.median(seal_excess_ms(b, reference, seal) for b in side.blocks)
-    left = statistics.median(pin_excess_ms(b, reference, pin, 1.0, b is first) for b in side.blocks)
+    left = statistics.median(pin_excess_ms(b, reference, pin, 1.0) for b in side.blocks)
     opens = [b.pin["open_ms"] / b.pin["opened"] for b in side.blocks if b.picked and b.pin.get("opened")]
-    fresh = sum(b.pin.get("fresh", 0) for b in side.blocks if b.picked and type(b.pin.get("fresh", 0)) is int)
     return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left,
-                   statistics.median(opens) if opens else None, fresh, outside)  # fmt: skip
+                   statistics.median(opens) if opens else None)  # fmt: skip

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import re
-import secrets
 import stat
 from contextlib import contextmanager, nullcontext
 
@@ -40,11 +39,6 @@ MAX_HANDLE_BYTES = 4096
 REF_COUNTER_NAME = re.compile(r"/torch_[0-9A-Za-z_]{1,120}")
 REF_COUNTER_SLOTS = 10000
 SHM = "/dev/shm"
-# A count in no file: torch lets go of an opened storage's count best effort, and one it cannot find it leaves (see
-# Mappings). Drawn per process, so no candidate names it ahead.
-_NO_COUNTER = f"/ks_uncounted_{secrets.token_hex(8)}".encode()
-# The most segments of one shape's candidate outputs kept mapped (Mappings): an honest block's outputs lie in a few.
-MAX_MAPPED = 256
 DTYPES = {
     name: getattr(torch, name)
     for name in (
@@ -94,56 +88,6 @@ class HeldOutputs:
         if self.pool is not None and not keep_pool:
             self.pool = None  # a MemPool's cached segments are freed once it is gone
             _EMPTY_CACHE()
-
-
-class Mappings:
-    """The candidate's device segments this process keeps mapped from one timing block to the next (worker/pins.py).
-
-    torch maps a segment into this process once (cudaIpcOpenMemHandle) while anything opened from it lives, keyed by
-    its handle, and unmaps it with the last. So each block's pin mapped its picked outputs afresh, and that open (a
-    median 0.22-0.56 ms an output on an H200) was time in which the device ran what the candidate left: credited as an
-    honest open, a 0.2 ms call's work hid 0.035 ms of each call behind it (1.22x in simulation). An honest candidate's
-    allocator hands the next block's outputs the same segments; kept mapped, their pin opens nothing new, and a pin
-    that does is charged (judge/wall.py). Each segment is held by an empty storage whose count is in no file: torch's
-    release of it finds none and leaves every count of the candidate's as it was.
-    """
-
-    def __init__(self):
-        self.held: dict[str, torch.UntypedStorage] = {}
-
-    def holds(self, entries: list) -> bool:
-        """Whether every output a descriptor names lies in a segment kept mapped (an empty one needs none)."""
-        handles = [_handle(entry) for entry in entries]
-        return all(handle in self.held for handle in handles if handle != "")
-
-    def keep(self, entries: list) -> None:
-        """Keep mapped the segments a descriptor names: opened now, outside any timing, unless held already."""
-        for entry in entries:
-            handle = _handle(entry)
-            if not handle or handle in self.held or len(self.held) >= MAX_MAPPED:
-                continue
-            try:
-                raw = bytes.fromhex(handle)
-                if len(raw) > MAX_HANDLE_BYTES:
-                    continue
-                self.held[handle] = _OPEN(torch.cuda.current_device(), raw, 0, 0, _NO_COUNTER, 0, b"", False)
-            except Exception:  # noqa: BLE001 - one torch cannot open is the candidate's: its pin opens it, charged
-                continue
-
-    def forget(self) -> None:
-        """Unmap every kept segment: the shape is done, and the candidate gives its memory back."""
-        self.held.clear()
-
-
-def _handle(entry) -> str | None:
-    """A descriptor entry's segment handle ("" for an empty output's, None where malformed: never held)."""
-    if not isinstance(entry, dict):
-        return None
-    storage = entry.get("storage")
-    if storage is None:
-        return ""
-    handle = storage.get("handle") if isinstance(storage, dict) else None
-    return handle if isinstance(handle, str) and handle else None
 
 
 def share_outputs(name: str, outputs: list[torch.Tensor], counts: list | None = None) -> int:

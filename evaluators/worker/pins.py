@@ -15,10 +15,8 @@ whose unfinished share is f passes a pin's sample with probability (1 - f) ** SA
 pins two repetitions a block. A sample, not a digest of every byte: with it the reference's pin of its own outputs fell
 from a median 0.72 to 0.19 ms a call on level 1 (two H200s, bench/identity_journals.py). (The candidate's pin ran longer
 than the reference's of its own by as much with either, a median 0.30-0.34 ms a block on level 1: the cost of opening,
-docs/BENCHMARKS_HISTORY.md.) The IPC opens the candidate's pin has and the reference's own does not are timed here. The
-candidate's segments stay mapped from one block to the next (device_handoff.Mappings), so an honest candidate's later
-pins open nothing new; the opens of segments not kept ("fresh") are credited only in a side's first pinned block, up
-to what honest opens cost (judge/wall.py, OPEN_MS).
+docs/BENCHMARKS_HISTORY.md.) The IPC opens the candidate's pin has and the reference's own does not are timed here and
+credited up to what honest opens cost (judge/wall.py, OPEN_MS).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import time
 
 import torch
 
-from evaluators.worker.device_handoff import Mappings, open_described, read_descriptor
+from evaluators.worker.device_handoff import open_described, read_descriptor
 from evaluators.worker.handoff import Handed, HandoffError
 
 SAMPLES = 4096
@@ -58,8 +56,6 @@ class Pins:
 
     def __init__(self):
         self.pinned: dict[int, tuple[list[torch.Tensor], list[Sample]] | str] = {}
-        self.described: dict[int, list | str] = {}  # the latest block's descriptors, whose segments its check keeps
-        self.mappings = Mappings()
 
     def pin(self, block: dict[int, Handed], picked: list[int], max_bytes: int) -> dict:
         """Open and sample the picked repetitions' outputs; the reply's facts: what was opened, its bytes, the opens.
@@ -67,46 +63,31 @@ class Pins:
         Every repetition's descriptor of the block is read first, in order, as the reference's own pin reads its own
         (pin_own): the descriptors are files of the candidate's, and a process still running could watch which are
         opened. Only the picked are then opened, through CUDA IPC, which the sharing process does not see. The earlier
-        block's pins go first: the parent checks each block before the candidate's next. The facts count apart
-        ("fresh") the repetitions with a segment not kept mapped from an earlier block: only those map anything.
+        block's pins go first: the parent checks each block before the candidate's next.
         """
-        self.pinned, self.described = {}, _read_all(block)
-        opened, fresh, open_s, fresh_s = [], [], 0.0, 0.0
+        self.pinned, opened, described = {}, [], _read_all(block)
+        open_s = 0.0
         for rep in picked:
-            started, new, tensors = _CLOCK(), True, []
+            started = _CLOCK()
             try:
-                entries = self.described[rep]
+                entries = described[rep]
                 if isinstance(entries, str):
                     raise HandoffError(entries)
-                new = not self.mappings.holds(entries)
                 tensors = open_described(block[rep], entries, max_bytes, wait_event=False)
             except HandoffError as exc:
                 self.pinned[rep] = str(exc)
+                continue
             finally:
-                took = _CLOCK() - started
-                open_s, fresh_s = open_s + took, fresh_s + (took if new else 0.0)
-            shared = [t for t in tensors if t.numel()]
-            opened, fresh = opened + shared, fresh + (shared if new else [])
-            if rep not in self.pinned:
-                self.pinned[rep] = (tensors, [Sample(t) for t in tensors])
+                open_s += _CLOCK() - started
+            opened += [t for t in tensors if t.numel()]
+            self.pinned[rep] = (tensors, [Sample(t) for t in tensors])
         _done()
-        return {"opened": len(opened), "opened_bytes": _nbytes(opened), "open_ms": open_s * 1e3,
-                "fresh": len(fresh), "fresh_bytes": _nbytes(fresh), "fresh_ms": fresh_s * 1e3}  # fmt: skip
+        nbytes = sum(t.numel() * t.element_size() for t in opened)
+        return {"opened": len(opened), "opened_bytes": nbytes, "open_ms": open_s * 1e3}
 
-    def take(self, last: bool) -> dict[int, tuple[list[torch.Tensor], list[Sample]] | str]:
-        """Every pin of the latest block, given up here: those the check does not read are dropped by the caller.
-
-        The block's segments, all its repetitions', are kept mapped for the next block's pin (Mappings), outside any
-        timing: the candidate is stopped for the check. `last`: the shape is done, and they are let go instead.
-        """
+    def take(self) -> dict[int, tuple[list[torch.Tensor], list[Sample]] | str]:
+        """Every pin of the latest block, given up here: those the check does not read are dropped by the caller."""
         pinned, self.pinned = self.pinned, {}
-        if last:
-            self.mappings.forget()
-        else:
-            for entries in self.described.values():
-                if isinstance(entries, list):
-                    self.mappings.keep(entries)
-        self.described = {}
         return pinned
 
 
@@ -120,7 +101,7 @@ def pin_own(block: dict[int, Handed], held: dict[int, list[torch.Tensor]], offse
         for tensor in held.get(first + k, []):
             Sample(tensor)
     _done()
-    return {"opened": 0, "opened_bytes": 0, "open_ms": 0.0, "fresh": 0, "fresh_bytes": 0, "fresh_ms": 0.0}
+    return {"opened": 0, "opened_bytes": 0, "open_ms": 0.0}
 
 
 def as_pinned(pinned: tuple[list[torch.Tensor], list[Sample]] | str, _max_bytes: int) -> list[torch.Tensor]:
@@ -147,10 +128,6 @@ def _read_all(block: dict[int, Handed]) -> dict[int, list | str]:
         except HandoffError as exc:
             described[rep] = str(exc)
     return described
-
-
-def _nbytes(tensors: list[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _bytes(tensor: torch.Tensor) -> torch.Tensor:

@@ -316,7 +316,7 @@ def serve_reference(session: Session) -> None:
             session.reply("compiled", compiled_baseline(session, model, command))
         elif cmd == "check_reps":
             kept = answers.take(command)
-            checked = check_reps(session, model, command, (atol, rtol), memory, kept, pinned.take(command["last"]))
+            checked = check_reps(session, model, command, (atol, rtol), memory, kept, pinned.take())
             if command["last"]:
                 # Its outputs on redrawn inputs: given back, or a warm reference keeps an input set's worth cached
                 # (17.5 GiB of 45_Average_Pooling_2D's on an H100) through the next candidate's build and trials.

@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from evaluators.worker import device_handoff, pins
+from evaluators.worker import pins
 from evaluators.worker.handoff import Handed, HandoffError, sealed
 
 
@@ -33,14 +33,11 @@ def events(monkeypatch) -> list:
     return log
 
 
-def block(reps: int, broken: int | None = None, segments: list[str] | None = None) -> dict[int, Handed]:
-    """A block's descriptors, one sealed file a repetition; `broken`'s is not JSON; `segments`: each one's handle."""
+def block(reps: int, broken: int | None = None) -> dict[int, Handed]:
+    """A block's descriptors, one sealed file a repetition; `broken`'s is not JSON."""
     handed = {}
     for rep in range(reps):
-        entry = {"dtype": "float32", "shape": [3000], "value": rep}
-        if segments:
-            entry["storage"] = {"handle": segments[rep], "counter": "/torch_1_2_3", "counter_offset": rep}
-        text = b"{" if rep == broken else json.dumps([entry]).encode()
+        text = b"{" if rep == broken else json.dumps([{"dtype": "float32", "shape": [3000], "value": rep}]).encode()
         fd = sealed(f"s0-rep{rep}", lambda file, text=text: file.write(text))
         handed[rep] = Handed(os.getpid(), fd, f"s0-rep{rep}")
     return handed
@@ -69,8 +66,8 @@ def test_a_pinned_output_is_read_only_where_its_sample_still_holds(events):
         pinned.pin(handed, [0, 2], 1 << 20)
     finally:
         closed(handed)
-    taken = pinned.take(last=False)
-    assert sorted(taken) == [0, 2] and pinned.take(last=False) == {}  # a block's pins serve one check
+    taken = pinned.take()
+    assert sorted(taken) == [0, 2] and pinned.take() == {}  # a block's pins serve one check
     assert pins.as_pinned(taken[2], 1 << 20)[0].tolist() == [2.0] * 3000
     tensors, samples = taken[0]
     assert samples[0].places.numel() == pins.SAMPLES < 12000  # a sample of its bytes, at places drawn at the pin
@@ -107,8 +104,8 @@ def test_a_picked_repetition_with_a_broken_descriptor_is_unreadable_and_an_unpic
     finally:
         closed(handed)
     with pytest.raises(HandoffError, match="not a JSON descriptor"):
-        pins.as_pinned(pinned.take(last=True)[1], 1 << 20)
-    assert sorted(pinned_elsewhere.take(last=True)) == [0, 3]  # left for the check's release, which names it
+        pins.as_pinned(pinned.take()[1], 1 << 20)
+    assert sorted(pinned_elsewhere.take()) == [0, 3]  # left for the check's release, which names it
 
 
 def test_the_references_own_pin_reads_its_descriptors_as_it_reads_theirs_and_samples_as_many(events, monkeypatch):
@@ -122,63 +119,4 @@ def test_the_references_own_pin_reads_its_descriptors_as_it_reads_theirs_and_sam
         closed(handed)
     assert events == [("read", f"s0-rep{rep}") for rep in range(5)]  # no IPC open: its own memory
     assert [t.tolist() for t in sampled] == [[0.0, 0.0], [3.0, 3.0]]
-    assert facts == {"opened": 0, "opened_bytes": 0, "open_ms": 0.0, "fresh": 0, "fresh_bytes": 0, "fresh_ms": 0.0}
-
-
-@pytest.fixture
-def mapped(monkeypatch) -> list:
-    """The segments device_handoff.Mappings maps, as (handle, size, counter, sync); the IPC open stood in for."""
-    opened = []
-
-    def opening(device, handle, size, offset, counter, counter_offset, event, sync):
-        if handle == bytes.fromhex("dead"):
-            raise RuntimeError("CUDA error: invalid argument")
-        opened.append((handle.hex(), size, counter, sync))
-        return torch.UntypedStorage(0)
-
-    monkeypatch.setattr(device_handoff, "_OPEN", opening)
-    monkeypatch.setattr(device_handoff.torch.cuda, "current_device", lambda: 0)
-    return opened
-
-
-def test_a_checks_segments_stay_mapped_and_the_next_pin_opens_none_fresh(events, mapped):
-    """An honest candidate's next block lies in the segments of its last: kept mapped by the check, they map nothing
-    new; a repetition in a segment not seen before is counted fresh; the shape's last check lets every one go."""
-    pinned = pins.Pins()
-    first = block(4, segments=["aa01", "aa02", "aa01", "aa03"])
-    facts = pinned.pin(first, [1, 2], 1 << 20)
-    assert (facts["opened"], facts["fresh"], facts["fresh_bytes"]) == (2, 2, 2 * 12000)
-    pinned.take(last=False)
-    closed(first)
-    # Every repetition's segment of the block, picked or not, once each; its count in no file of the candidate's.
-    assert sorted(handle for handle, *_ in mapped) == ["aa01", "aa02", "aa03"]
-    assert all(size == 0 and counter == device_handoff._NO_COUNTER and not sync for _, size, counter, sync in mapped)
-    second = block(4, segments=["aa01", "aa02", "aa03", "bb04"])
-    facts = pinned.pin(second, [0, 2], 1 << 20)
-    assert (facts["opened"], facts["fresh"], facts["fresh_ms"]) == (2, 0, 0.0)
-    facts = pinned.pin(second, [1, 3], 1 << 20)
-    assert (facts["opened"], facts["fresh"]) == (2, 1)
-    pinned.take(last=True)
-    closed(second)
-    assert pinned.mappings.held == {}
-
-
-def test_a_segment_that_cannot_be_mapped_is_left_to_the_pins_open(mapped):
-    mappings = device_handoff.Mappings()
-    entries = [
-        {"storage": {"handle": "dead"}},
-        {"storage": {"handle": "not hex"}},
-        {"storage": "x"},
-        "x",
-        {"storage": {"handle": "aa" * (device_handoff.MAX_HANDLE_BYTES + 1)}},
-        {"storage": None},
-    ]
-    mappings.keep(entries)
-    assert mappings.held == {} and not mappings.holds(entries[:1]) and mappings.holds(entries[-1:])
-
-
-def test_no_more_than_max_mapped_segments_are_kept(mapped, monkeypatch):
-    monkeypatch.setattr(device_handoff, "MAX_MAPPED", 3)
-    mappings = device_handoff.Mappings()
-    mappings.keep([{"storage": {"handle": f"{i:04x}"}} for i in range(5)])
-    assert len(mappings.held) == 3 and len(mapped) == 3
+    assert facts == {"opened": 0, "opened_bytes": 0, "open_ms": 0.0}

@@ -60,7 +60,6 @@ HERE = Path(__file__).parent
 FIXED_S, PIPE_S = 0.306e-3, 0.091e-3
 CHECK_S = 3e-3  # the reference's check of one block
 OPEN_S = 0.25e-3  # assumed: the reference's IPC open of one repetition's outputs, in its pin of the candidate's
-HIT_S = 0.02e-3  # assumed: the same open where the reference keeps the segment mapped from an earlier block
 # bench/data/free_settle_h200.json: 24 GiB given back slowed a memory-bound sum by 13.7-13.9 % for 58-66 ms; the
 # free itself took 9-23 ms of host time, taking it again 3-11 ms. Per GiB, taken as proportional (assumed):
 SCRUB_S_PER_GIB, SCRUB_SLOWDOWN, FREE_COST_S_PER_GIB = 0.060 / 24, 1.14, 0.030 / 24
@@ -85,7 +84,6 @@ class Device:
     leftover: Leftover | None = None
     lag_s: float = 0.0  # host time a candidate's thread spends in a system call after its reply (the stop waits it)
     open_s: float = OPEN_S  # the reference's IPC open of one repetition of the candidate's outputs
-    fresh_segments: bool = False  # the candidate's outputs in new device memory every block: no segment kept mapped
     deaths: list = field(default_factory=list)  # when a process of the candidate's ended (a timer's SIGKILL)
     log: list = field(default_factory=list)
 
@@ -102,7 +100,6 @@ class Worker:
         self.warm_ms = call_ms if warm_ms is None else warm_ms  # what a warm-up call costs (its span)
         self.seal_ms = seal_ms  # its seal's work per repetition, beyond the pipe (the outputs' handoff)
         self.pin_ms = pin_ms  # as the reference: its pin's digest of one repetition's outputs (worker/pins.py)
-        self.mapped = False  # as the reference: the candidate's segments kept mapped since its last check
         # The reference's wait for the device (worker/device_idle.Drain) timing its read on the simulated device:
         # slowed, as every read is, by the driver's clearing of memory given back (a leftover the drain's round trips
         # do not see). Made as the worker starts, on a quiet device.
@@ -139,26 +136,17 @@ class Worker:
             return Reply("drained", meta, device.now - started)
         if cmd == "check_reps":
             device.now += CHECK_S
-            self.mapped = not command["last"]
             return Reply("comparison", {"mismatch": None}, CHECK_S)
         if cmd == "pin":
             theirs = "reps" in command  # the candidate's outputs, opened through CUDA IPC; or its own ("own")
             pinned = len(command["reps"] if theirs else command["own"])
-            fresh = theirs and (device.fresh_segments or not self.mapped)
-            opened_s = pinned * (device.open_s if fresh else HIT_S) if theirs else 0.0
+            opened_s = pinned * device.open_s if theirs else 0.0
             device.now += PIPE_S + opened_s  # the opens are the host's and the driver's: the device runs on meanwhile
             left = device.active()
             if theirs and left and left.candidates:  # its digests wait for the work the candidate left on the device
                 device.now = left.until
             device.now += pinned * self.pin_ms * 1e-3
-            meta = {
-                "opened": pinned if theirs else 0,
-                "opened_bytes": 0,
-                "open_ms": opened_s * 1e3,
-                "fresh": pinned if fresh else 0,
-                "fresh_bytes": 0,
-                "fresh_ms": opened_s * 1e3 if fresh else 0.0,
-            }
+            meta = {"opened": pinned if theirs else 0, "opened_bytes": 0, "open_ms": opened_s * 1e3}
             return Reply("pinned", meta, device.now - started)
         left = device.active()
         if left and left.candidates and self.name == "candidate":  # its first synchronize waits its own work out
@@ -555,27 +543,41 @@ def test_work_hidden_behind_the_opens_of_whole_blocks_is_credited_as_an_honest_c
     assert result.speedup < 1.1, (codes(result), result.speedup)
 
 
-@pytest.mark.parametrize("fresh_segments", [False, True], ids=["segments_kept", "fresh_segments"])
-def test_work_hidden_behind_the_opens_of_a_block_counts_as_the_calls(tmp_path, cuda_lock, device, fresh_segments):
-    """Two opens a block credited in each of a 0.2 ms call's blocks of 31 hid 0.035 ms of each call: 0.82 of its work
-    read 1.22x with no flag. The reference now keeps the candidate's segments mapped from block to block; only a side's
-    first pinned block's opens are credited, and a candidate putting its outputs in new memory every block, so that
-    each pin maps them afresh, is charged those opens."""
-    device.open_s, device.fresh_segments = wall.OPEN_MS * 1e-3, fresh_segments
-    leaver = LeavesItRunning(device, "candidate", CALL_MS, HARNESS_MS, share=0.82)
+class QueuesBeforeItsReply(LeavesItRunning):
+    """As LeavesItRunning, but the rest is queued after its block's last synchronize, before its reply: the harness
+    runs in its own process, so it can (a red team of 2026-11-28, from the code)."""
+
+    def after(self, command):
+        if command["cmd"] == "time" and command["hold"] and command["reps"]:
+            self.device.leftover = Leftover(self.device.now + command["reps"] * self.rest_ms * 1e-3, True)
+        return 0.0
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        return Worker.__call__(self, command, event)
+
+
+HOST_WINDOWS = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "open: work left on the device runs through the block's host windows (the end of its command, its seal, "
+        "the pipes and the pin's opens), where the device is idle in the reference's own blocks and neither the "
+        "seal's span nor the pin's sees it; it is still in the parent's figure where it delays the pin, but a timer "
+        "may claim up to the allowance below that figure (slack_ms: 10 % of a short call, 5 % of the harness's "
+        "work, the jitter over the repetitions): 0.18 of a 0.2 ms call's work reads 1.22x with no flag, and a red "
+        "team read 1.07-2.5x by where the work is queued and the call's length. Closing it needs the device "
+        "watched through those windows, or the allowance's share of a short call narrowed"
+    ),
+)
+
+
+@HOST_WINDOWS
+@pytest.mark.parametrize("leaver", [LeavesItRunning, QueuesBeforeItsReply], ids=["after_its_seal", "before_its_reply"])
+def test_work_left_through_the_host_windows_counts_as_the_calls(tmp_path, cuda_lock, device, leaver):
+    device.open_s = wall.OPEN_MS * 1e-3
+    candidate = leaver(device, "candidate", CALL_MS, HARNESS_MS, share=0.82)
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS, pin_ms=0.05)
-    result = judged(tmp_path, reference, leaver)
+    result = judged(tmp_path, reference, candidate)
     assert result.speedup < 1.05, (codes(result), result.speedup)
-
-
-def test_an_honest_candidate_in_fresh_segments_is_judged_by_its_calls(tmp_path, cuda_lock, device):
-    """The opens a later block charges are the reference's host time: an honest candidate that puts its outputs in
-    new memory every block reads slower than its calls by them, and nothing more (a 0.2 ms call, blocks of 31)."""
-    device.open_s, device.fresh_segments = wall.OPEN_MS * 1e-3, True
-    honest = Worker(device, "candidate", CALL_MS, HARNESS_MS)
-    reference = Worker(device, "reference", CALL_MS, HARNESS_MS, pin_ms=0.05)
-    result = judged(tmp_path, reference, honest)
-    assert codes(result) == [] and 0.85 < result.speedup <= 1.0, (codes(result), result.speedup)
 
 
 # --- outlast_the_drain ----------------------------------------------------------------------------------------------
