@@ -60,12 +60,14 @@ SEAL_SLACK, SEAL_JITTER_MS = 0.03, 0.10
 # on an H200, at most 0.26, 0.35, 0.45 and 0.89 (bench/probes/check_reps_parts.py --no-event). No more: the device runs
 # the candidate's leftover work while an open takes its time.
 OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
-# What an honest candidate's pin still took beyond the reference's of its own after that credit, for each output opened:
-# the device's first reads of memory just mapped, which the reference's own outputs have not. On two H200s (6c1feaf,
-# level 1 judged as itself) a median 0.34 ms a block of two opened outputs, 0.96 ms at the 95th percentile; level 2
-# (d2a30c9) 0.20 and 0.43 ms (bench/identity_journals.py). Charged as calls' work before, it had honest short calls
-# disputed (level1/12, a 0.056 ms call in blocks of 31). Credited as the opens are, for as many as an honest call pins.
-TOUCH_MS = 0.20
+# What an honest candidate's pin still takes beyond the reference's of its own, once a block: the device's switch from
+# the candidate's context, whose block ran just before, to the reference's, whose own pin follows its own block. On
+# one H200 a one-element add took a median 0.079 ms right after its own process's burst of copies and 0.237 ms right
+# after another process's, a pin's sample 0.182 and 0.255 ms (bench/probes/context_switch.py). Credited before as
+# 0.2 ms an opened output (the first reads of memory just mapped, it was thought), it left honest pins a median
+# 0.64 ms a block under the reference's on level 1 (two H200s): room for leftover work. Keeping the candidate's
+# segments mapped cut an honest open from 0.29 to 0.09 ms and left the overage as it was (docs/BENCHMARKS_HISTORY.md).
+SWITCH_MS = 0.20
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
@@ -135,17 +137,17 @@ def pin_ms(reference) -> float:
 def open_credit_ms(block, honest_share: float) -> float:
     """What the reference's IPC opens in a block's pin are credited (ms): their time, up to what honest opens take.
 
-    Each output opened is credited TOUCH_MS too. And no more than as many repetitions' opens as an honest call of the
-    block's length would have pinned (`honest_share` of its repetitions, pinned_share): a process that slows its
-    rehearsal is given few repetitions, all of each block pinned, and each open credited is time the device runs what
-    it left (a red team's simulation, 3-5x).
+    No more than as many repetitions' opens as an honest call of the block's length would have pinned (`honest_share`
+    of its repetitions, pinned_share): a process that slows its rehearsal is given few repetitions, all of each block
+    pinned, and each open credited is time the device runs what it left (a red team's simulation, 3-5x). And the
+    switch between the two contexts, SWITCH_MS, once.
     """
     pin, picked = block.pin, len(block.picked or ())
     took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
     if not picked or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
         return 0.0
     honest = opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30)
-    return min(min(took, honest) + opened * TOUCH_MS, (honest + opened * TOUCH_MS) * honest_share * block.reps / picked)
+    return min(took, honest, honest * honest_share * block.reps / picked) + SWITCH_MS
 
 
 def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable[[float], float]:
