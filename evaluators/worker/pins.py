@@ -14,9 +14,9 @@ then the check, which copies each output and finds its sample changed, reads it 
 whose unfinished share is f passes a pin's sample with probability (1 - f) ** SAMPLES: 2 % at f = 0.1 %, and a shape
 pins two repetitions a block. A sample, not a digest of every byte: with it the reference's pin of its own outputs fell
 from a median 0.72 to 0.19 ms a call on level 1 (two H200s, bench/identity_journals.py). (The candidate's pin ran longer
-than the reference's of its own by as much with either, a median 0.30-0.34 ms a block on level 1: the cost of opening,
-docs/BENCHMARKS_HISTORY.md.) The IPC opens the candidate's pin has and the reference's own does not are timed here and
-credited up to what honest opens cost (judge/wall.py, OPEN_MS).
+than the reference's of its own by as much with either, a median 0.30-0.34 ms a block on level 1: mostly the device's
+switch from the candidate's context to the reference's, docs/BENCHMARKS_HISTORY.md.) The IPC opens the candidate's pin
+has and the reference's own does not are timed here and credited up to what honest opens cost (judge/wall.py, OPEN_MS).
 """
 
 from __future__ import annotations
