@@ -146,6 +146,7 @@ def _session() -> Session:
     session.device, session.timing_cpu, session.timing_tensors = "cpu", None, None
     session.job = {"flush_mb": 1, "role": "candidate"}
     session.clocks, session.held, session.handed, session.copying = Clocks("cpu"), HeldOutputs("cpu"), [], set()
+    session.counts = []
     session.runtime = SimpleNamespace(inputs=lambda seed, dist: [torch.full((4,), float(seed))])
     return session
 
