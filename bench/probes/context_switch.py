@@ -45,6 +45,15 @@ def other(conn, elements: int) -> None:
             end.synchronize()
 
 
+def start_other(elements: int):
+    """The other process, started: (the pipe to it, the process); its first message is its shared tensor."""
+    context = mp.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=other, args=(theirs, elements), daemon=True)
+    process.start()
+    return ours, process
+
+
 def sample_ms(tensor: torch.Tensor) -> float:
     """A pin's work on `tensor`, by the host's clock: its generator, 4096 places drawn, their bytes read, a sync."""
     started = time.perf_counter()
@@ -64,18 +73,20 @@ def tiny_ms(tensor: torch.Tensor) -> float:
     return (time.perf_counter() - started) * 1e3
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=40)
+def parser_for(doc: str, rounds: int) -> argparse.ArgumentParser:
+    """The two-process probes' flags: rounds, the burst's length, the tensors' size, where the data goes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--burst-ms", type=float, default=1.0)
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser_for(__doc__, 40).parse_args()
     elements = args.mib * MIB // 4
-    context = mp.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=other, args=(theirs, elements), daemon=True)
-    process.start()
+    ours, process = start_other(elements)
     shared = ours.recv()  # the other's memory, mapped here through CUDA IPC and kept
     own = torch.ones(elements, device="cuda")
     own_target = torch.empty_like(own)

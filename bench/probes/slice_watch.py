@@ -14,7 +14,6 @@ another stream; the watcher sums the gaps between its polls longer than --gap-us
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import statistics
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 import torch
-import torch.multiprocessing as mp
+from context_switch import MIB, parser_for, start_other  # this folder's probe: the other process and its bursts
 
 from evaluators.worker import ptx_kernel
 
@@ -80,23 +79,6 @@ DONE:
     ret;
 }
 """
-MIB = 1 << 20
-
-
-def other(conn, elements: int) -> None:
-    """The other process: on each command a burst of copies, waited for before it answers, or not."""
-    source = torch.ones(elements, device="cuda")
-    target = torch.empty_like(source)
-    torch.cuda.synchronize()
-    conn.send("ready")
-    while (command := conn.recv()) != "stop":
-        copies, wait = command
-        for _ in range(copies):
-            target.copy_(source)
-        if wait:
-            torch.cuda.synchronize()
-        conn.send("queued")
-        torch.cuda.synchronize()
 
 
 class Watcher:
@@ -131,19 +113,12 @@ class Watcher:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--burst-ms", type=float, default=1.0)
+    parser = parser_for(__doc__, 20)
     parser.add_argument("--gap-us", type=float, default=20.0)
-    parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     elements = args.mib * MIB // 4
-    context = mp.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=other, args=(theirs, elements), daemon=True)
-    process.start()
-    ours.recv()
+    ours, process = start_other(elements)  # its bursts answer once run when asked to wait (context_switch.other)
+    ours.recv()  # its shared tensor, not read here
     own, own_target = torch.ones(elements, device="cuda"), torch.empty(elements, device="cuda")
     copies = 1
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
