@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
-from evaluators.judge.timing_plan import BLOCK_REPS, TIMING_BLOCKS, checked_per_block, repetitions
+from evaluators.judge.timing_plan import block_count, checked_per_block, repetitions
 from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS, SEAL_JITTER_MS, SEAL_SLACK
 
 # The harness's share of the allowance when journals did not yet keep the harness's work (before harness_ms).
@@ -133,10 +133,15 @@ def summary(path: Path, cap: float) -> None:
                   f"most {max(values):.3f} ({len(values)} shapes)")  # fmt: skip
 
 
-def block_reps(shape: dict) -> float:
-    """The repetitions of one of the shape's blocks, as the parent splits them (judge/timing_plan.block_count)."""
+def blocks_of(shape: dict) -> int:
+    """The shape's blocks, as the parent splits its repetitions (its layout's limit on held outputs not journaled)."""
     reps = shape.get("reps") or 1
-    return reps / max(1, min(TIMING_BLOCKS, reps // BLOCK_REPS))
+    return block_count(reps, reps, "cuda", reps)
+
+
+def block_reps(shape: dict) -> float:
+    """The repetitions of one of the shape's blocks."""
+    return (shape.get("reps") or 1) / blocks_of(shape)
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ class AfterCalls:
         if self.key == "seal_ms":
             return wall["seal_ms"]
         reps = block_reps(shape)
-        return wall["pin_ms"] * min(reps, checked_per_block(round(shape.get("reps") or 1) / reps)) / reps
+        return wall["pin_ms"] * min(reps, checked_per_block(blocks_of(shape))) / reps
 
     def excess_ms(self, shape: dict) -> float:
         return shape["wall"][self.key.replace("_ms", "_excess_ms")]
