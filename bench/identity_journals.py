@@ -26,6 +26,7 @@ line of a problem counts). Per journal:
   reference's own and a block, and the two shapes that needed most of the reference's beyond the jitter term: what
   judge/wall.py's SEAL_SLACK must cover; and the work a candidate as these could move out of its calls into either
   unflagged (the tolerance and its shortfall against the reference's), as a share of the call;
+- where the journal has it (1b4bc2e on), the pin's IPC open of one of the candidate's outputs;
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
@@ -120,6 +121,11 @@ def summary(path: Path, cap: float) -> None:
     keyed = [(e["row"]["key"], s) for e in entries for s in ((e["strict"] or e["result"]).get("shapes") or [])]
     for after in AFTER_CALLS:
         after_calls(after, keyed)
+    opens = [s["wall"]["open_ms"] for _, s in keyed if (s.get("wall") or {}).get("open_ms") is not None]
+    if len(opens) >= 2:
+        ventiles = statistics.quantiles(opens, n=20)
+        print(f"  the pin's IPC open of one of the candidate's outputs: median {statistics.median(opens):.3f} ms, "
+              f"5-95 % {ventiles[0]:.3f}-{ventiles[-1]:.3f} ({len(opens)} shapes)")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (

@@ -66,7 +66,7 @@ OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
 # after another process's, a pin's sample 0.182 and 0.255 ms (bench/probes/context_switch.py). Credited before as
 # 0.2 ms an opened output (the first reads of memory just mapped, it was thought), it left honest pins a median
 # 0.64 ms a block under the reference's on level 1 (two H200s): room for leftover work. Keeping the candidate's
-# segments mapped cut an honest open from 0.29 to 0.09 ms, and the pin still ran 0.49 ms a block over the reference's
+# segments mapped cut an honest open from 0.29 to 0.08 ms, and the pin still ran 0.49 ms a block over the reference's
 # (docs/BENCHMARKS_HISTORY.md).
 SWITCH_MS = 0.20
 
