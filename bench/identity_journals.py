@@ -27,6 +27,9 @@ line of a problem counts). Per journal:
   judge/wall.py's SEAL_SLACK must cover; and the work a candidate as these could move out of its calls into either
   unflagged (the tolerance and its shortfall against the reference's), as a share of the call;
 - where the journal has it (1b4bc2e on), the pin's IPC open of one of the candidate's outputs;
+- where the journal has them (the watch over the host windows, worker/window_watch.py), what the reference's watcher
+  did not run of its own blocks' watch, and of the candidate's beyond that and a switch, a block: what judge/wall.py's
+  WATCH_JITTER_MS must cover;
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
@@ -126,6 +129,15 @@ def summary(path: Path, cap: float) -> None:
         ventiles = statistics.quantiles(opens, n=20)
         print(f"  the pin's IPC open of one of the candidate's outputs: median {statistics.median(opens):.3f} ms, "
               f"5-95 % {ventiles[0]:.3f}-{ventiles[-1]:.3f} ({len(opens)} shapes)")  # fmt: skip
+    watched = [(key, s) for key, s in keyed if (s.get("wall") or {}).get("watch_excess_ms") is not None]
+    if len(watched) >= 2:
+        own = [s["wall"]["watch_ms"] for _, s in watched]
+        beyond = [s["wall"]["watch_excess_ms"] * block_reps(s) for _, s in watched]
+        ventiles, most = statistics.quantiles(beyond, n=20), max(range(len(beyond)), key=beyond.__getitem__)
+        print(f"  the reference's watch of its own blocks, what its watcher did not run: median "
+              f"{statistics.median(own):.3f} ms; of the candidate's beyond it and a switch, a block: median "
+              f"{statistics.median(beyond):.3f} ms, 5-95 % {ventiles[0]:.3f} to {ventiles[-1]:.3f}, most "
+              f"{beyond[most]:.3f} ({watched[most][0]}; {len(watched)} shapes)")  # fmt: skip
     walls = [s["wall"] for s in shapes if (s.get("wall") or {}).get("command_ms")]
     if len(walls) >= 2:
         for name, values in (

@@ -191,7 +191,9 @@ class Worker:
 
         A command may carry `then`: (a second command, its event), sent with it, whose reply is the first's `then`.
         The second is already in the pipe when the first is answered, so the parent's clock splits the two at the
-        first reply with no gap between them in which the worker's process waits for the parent.
+        first reply with no gap between them in which the worker's process waits for the parent. A third item, if
+        given, is called as the first reply arrives, before the second is read (the reference's watch over the
+        candidate's host windows, judge/timing_plan.py).
 
         Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
         """
@@ -207,11 +209,19 @@ class Worker:
                 self._send({"id": ids[1], "stage": stage, **then[0]})
             reply = self._reply(ids[0], event, stage, sent, sent)
             if then and reply.event != "error":
+                if len(then) > 2:
+                    then[2]()
                 second = self._reply(ids[1], then[1], stage, sent, reply.received)
                 if second.event == "error":
                     return second  # the pair's failure, as the caller reads any command's
                 reply.then = second
             return reply
+
+    def post(self, command: dict, stage: str) -> None:
+        """Send a command that has no reply of its own (the reference's "watch": the pin right behind it answers)."""
+        with self._lock:
+            self.stage = stage
+            self._send({"id": secrets.randbits(63), "stage": stage, **command})
 
     def _reply(self, command_id: int, event: str | None, stage: str, sent: float, since: float) -> Reply:
         """The reply to `command_id`, sent at `sent` (its stage's limit runs from there), its span counted `since`."""

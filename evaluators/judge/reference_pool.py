@@ -222,10 +222,13 @@ class ReferenceWorker:
                                             "compiled").meta  # fmt: skip
             return self.compiled[shape]
 
+        def post(command) -> None:
+            self.worker.post(command, _stage(command))
+
         with self.lock:
             return time_side_by_side(
                 call, candidate_call, shape, self.device, self.options, memory, room, quiet, where,
-                compiled if self.options.compile_baseline else None,
+                compiled if self.options.compile_baseline else None, post,
             )  # fmt: skip
 
     @property

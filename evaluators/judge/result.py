@@ -45,6 +45,10 @@ class WallCheck(BaseModel):
     pin_ms: float | None = Field(None, description="the reference's pin of its own outputs per repetition pinned")
     pin_excess_ms: float | None = Field(None, description="the pin of the candidate's blocks per call beyond it")
     open_ms: float | None = Field(None, description="the pin's IPC open of one of the candidate's outputs, a median")
+    watch_ms: float | None = Field(None, description="the reference's watch of its own blocks: what its watcher lost")
+    watch_excess_ms: float | None = Field(
+        None, description="what another context took of the candidate's host windows per call, beyond it and a switch"
+    )
 
 
 class ShapeResult(BaseModel):

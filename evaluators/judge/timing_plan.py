@@ -223,6 +223,8 @@ class Side:
         self.call, self.shape, self.device, self.options = call, shape, device, options
         # pin(first, reps, seal reply) -> (offsets, Reply): the reference's pin of the block's picked outputs
         self.pin = None
+        # watch(): the reference's watch over this side's host windows, begun as its block's reply arrives (_pins)
+        self.watch = None
         self.memory = memory
         self.keep = keep  # the reference keeps each block's outputs for its check of the candidate's (timed_answers)
         self.seed = secrets.randbits(30)
@@ -283,9 +285,11 @@ class Side:
         The seal (the held outputs' handoff) is sent with the block and answered right behind it, so the parent's clock
         times the two apart with no pause between them (judge/wall.py weighs the seal's span). Where outputs stay on
         the device, the reference pins the ones the check will read as soon as the seal has answered, before the
-        candidate's processes are stopped (`call`'s third argument runs then; worker/pins.py).
+        candidate's processes are stopped (`call`'s third argument runs then; worker/pins.py). The reference's watch
+        over the candidate's host windows begins as the block's reply arrives, before the seal's (_pins).
         """
-        command = self.command(first, reps, nonce) | {"then": ({"cmd": "seal", "shape": self.shape}, "sealed")}
+        seal = ({"cmd": "seal", "shape": self.shape}, "sealed")
+        command = self.command(first, reps, nonce) | {"then": seal if self.watch is None else (*seal, self.watch)}
         pinned = []
         pin = self.pin
         reply = self.call(command, "timing", None if pin is None else lambda r: pinned.append(pin(first, reps, r.then)))
@@ -381,16 +385,22 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
     timing.mismatch = timing.mismatch or mismatch
 
 
-def _pins(reference_call, where, shape: int, blocks: int):
-    """(the reference's pin of its own blocks, its pin of the candidate's): Side.pin for each (worker/pins.py).
+def _pins(reference_call, where, shape: int, blocks: int, post=None):
+    """(the reference's pin of its own blocks, its pin of the candidate's, the watch): Side.pin, Side.watch.
 
-    Each picks the block's repetitions the check reads (picked) and has the reference sample them, every descriptor
-    of the block read first; the reference's own pin of as many of its own outputs is what the candidate's is weighed
-    against (judge/wall.py).
+    Each pin picks the block's repetitions the check reads (picked) and has the reference sample them, every
+    descriptor of the block read first; the reference's own pin of as many of its own outputs is what the candidate's
+    is weighed against (judge/wall.py). `post(command)`, where given, sends the reference a command with no reply:
+    the watch (worker/window_watch.py), which the candidate's block begins as its reply arrives, and the reference's
+    own right before its pin; the pin ends it and says what it saw.
     """
+    command = {"cmd": "watch", "shape": shape}
+    watch = None if post is None else (lambda: post(command))
 
     def own(first: int, reps: int, _seal) -> tuple:
         offsets = picked(reps, blocks)
+        if watch is not None:
+            watch()
         return offsets, reference_call({"cmd": "pin", "shape": shape, "own": offsets, "first": first}, "pinned")
 
     def theirs(first: int, reps: int, seal) -> tuple:
@@ -399,11 +409,11 @@ def _pins(reference_call, where, shape: int, blocks: int):
                    "pid": handed["pid"], "fds": handed["fds"]}  # fmt: skip
         return offsets, reference_call(command, "pinned")
 
-    return own, theirs
+    return own, theirs, watch
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      room, quiet, where, compiled=None):  # fmt: skip
+                      room, quiet, where, compiled=None, post=None):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
@@ -413,7 +423,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     the reference opens the `count` outputs a candidate's reply handed over. `compiled(side)`, if given, times
     torch.compile(reference) once the reference is warm (the reference's Side: its warm-up count and seed). It runs
     with the host's lock held as a timing: other GPUs of this machine may time too, but no worker starts and no
-    problem's kernels are first called on any of them meanwhile (worker/device_lock.py says why).
+    problem's kernels are first called on any of them meanwhile (worker/device_lock.py says why). `post(command)`
+    sends the reference a command it does not answer (its watch, _pins); without it no block is watched.
     """
     waited = time.perf_counter()
     with (
@@ -492,7 +503,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for side in (reference, candidate):
                 held_reps(side.timing, blocks, retained)
             if pinning:
-                reference.pin, candidate.pin = _pins(reference_call, where, shape, blocks)
+                reference.pin, candidate.pin, candidate.watch = _pins(reference_call, where, shape, blocks, post)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             for b, (ours, theirs) in enumerate(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
@@ -513,7 +524,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(reference.timing.reps, block_count(reference.timing.reps, reference.timing.reps, device,
                                                             retained))  # fmt: skip
             if pinning:
-                reference.pin = _pins(reference_call, where, shape, len(runs))[0]
+                reference.pin = _pins(reference_call, where, shape, len(runs), post)[0]
             for b, run in enumerate(runs):
                 reference.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
             reference_timing = reference.finish(reference=True)
@@ -522,7 +533,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
                                                             retained))  # fmt: skip
             if pinning:
-                candidate.pin = _pins(reference_call, where, shape, len(runs))[1]
+                _, candidate.pin, candidate.watch = _pins(reference_call, where, shape, len(runs), post)
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its

@@ -144,8 +144,10 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     reps_for = timing_plan.honest_reps(result.device, options)
     reference_clock = wall.judge_timing(reference, reference, reps_for, device)
     baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
-    runtime = wall.reported_ms(timing)
+    watched = wall.watched_ms(timing, reference) if device == "cuda" else None
+    runtime = wall.reported_ms(timing, watched)
     spread = median_and_spread(timing.facts["times_ms"])[1]
+    _flag_left_running(result, shape_result.name, watched, runtime)
     side = wall.side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
     if side > max(0.02, 0.05 * runtime):
         result.flag(
@@ -182,7 +184,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
     shape_result.speedup = baseline / runtime
     shape_result.speedup_band, shape_result._band_draws = bands.shape_band(
-        band_series(reference, reference_clock), band_series(timing, clock), shape_result.speedup
+        band_series(reference, reference_clock), band_series(timing, clock, watched), shape_result.speedup
     )
     reference_issued = issue_median(reference.facts.get("issue_ms"), reference.reps)
     shape_result.wall = WallCheck(
@@ -199,6 +201,8 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         pin_ms=clock.pin_ms,
         pin_excess_ms=clock.pin_excess_ms,
         open_ms=clock.open_ms,
+        watch_ms=clock.watch_ms,
+        watch_excess_ms=clock.watch_excess_ms,
     )
     host_bound = host_bound or (reference_issued is not None and reference_issued > baseline)
     speeds = host_speed_ratio(timing, reference)
@@ -243,12 +247,13 @@ def host_speed_ratio(timing, reference) -> float | None:
     return candidate / ours if candidate and ours else None
 
 
-def band_series(side, clock: wall.Verdict) -> list[list[float]]:
+def band_series(side, clock: wall.Verdict, counted: list[float] | None = None) -> list[list[float]]:
     """The block series a side's figure came from: its own times, or the parent's per block where it was floored.
 
-    Each at least RESOLUTION_MS, as the figure is: a forged zero still draws finite ratios.
+    Its own with the work `counted` per block (wall.block_times). Each at least RESOLUTION_MS, as the figure is: a
+    forged zero still draws finite ratios.
     """
-    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side)
+    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side, counted)
     return [[max(t, RESOLUTION_MS) for t in block] for block in series]
 
 
@@ -271,6 +276,17 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
 # so it leaves none; another process starting on the device may cost tens of ms. Past this, the candidate's work
 # (each wait may last up to 2 s, worker/device_idle.py, and a shape has dozens) is what the evaluation pays for.
 BUSY_MS = 500.0
+
+
+def _flag_left_running(result: EvalResult, shape: str, watched: list[float] | None, runtime: float) -> None:
+    """Flag work the candidate left on the device through its blocks' host windows, past the side-stream bar.
+
+    Counted into its times either way (wall.watched_ms).
+    """
+    left = statistics.median(watched) if watched else 0.0
+    if left > max(0.02, 0.05 * runtime):
+        result.flag("side_stream", f"shape {shape}: work it left on the device ran {left:.3g} ms per call through its "
+                                   "blocks' handoffs, after its own timer stopped (counted)")  # fmt: skip
 
 
 def _flag_left_behind(result: EvalResult, shape: str, timing: timing_plan.ShapeTiming) -> None:

@@ -69,6 +69,11 @@ OPEN_MS, OPEN_MS_PER_GIB = 0.35, 0.10
 # segments mapped cut an honest open from 0.29 to 0.08 ms, and the pin still ran 0.49 ms a block over the reference's
 # (docs/BENCHMARKS_HISTORY.md).
 SWITCH_MS = 0.20
+# Where the reference watched a candidate's block's host windows (worker/window_watch.py), what its watcher did not run
+# beyond its own blocks' watch and one switch counts as the calls' work, past this jitter of a block: work the
+# candidate left on the device, which ran through its seal, the pipes and the pin. The switch is then the watch's, not
+# the pin's: the watcher has brought the device to the reference's context before the pin's first read.
+WATCH_JITTER_MS = 0.10
 
 
 # The side-stream probe reads a few microseconds on code that runs on one stream too (0.2-21 us for the bundled
@@ -141,14 +146,50 @@ def open_credit_ms(block, honest_share: float) -> float:
     No more than as many repetitions' opens as an honest call of the block's length would have pinned (`honest_share`
     of its repetitions, pinned_share): a process that slows its rehearsal is given few repetitions, all of each block
     pinned, and each open credited is time the device runs what it left (a red team's simulation, 3-5x). And the
-    switch between the two contexts, SWITCH_MS, once.
+    switch between the two contexts, SWITCH_MS, once, where the block was not watched (the watch pays it there).
     """
     pin, picked = block.pin, len(block.picked or ())
     took, opened, nbytes = (pin.get(key, 0) for key in ("open_ms", "opened", "opened_bytes"))
-    if not picked or not all(type(v) in (int, float) and 0 <= v < 1e15 for v in (took, opened, nbytes)):
+    if not picked or not all(_is_ms(v) for v in (took, opened, nbytes)):
         return 0.0
     honest = opened * OPEN_MS + OPEN_MS_PER_GIB * nbytes / (1 << 30)
-    return min(took, honest, honest * honest_share * block.reps / picked) + SWITCH_MS
+    switch = 0.0 if _watched(block) is not None else SWITCH_MS
+    return min(took, honest, honest * honest_share * block.reps / picked) + switch
+
+
+def _is_ms(value) -> bool:
+    return type(value) in (int, float) and 0 <= value < 1e15
+
+
+def _watched(block) -> float | None:
+    """What the reference's watch over the block's host windows saw its watcher not run (ms), if it watched."""
+    away = (block.pin or {}).get("away_ms")
+    return away if _is_ms(away) else None
+
+
+def watch_ms(reference) -> float:
+    """The reference's watch of its own blocks, right before their pin: the median of what its watcher did not run."""
+    seen = [away for b in reference.blocks if (away := _watched(b)) is not None]
+    return statistics.median(seen) if seen else 0.0
+
+
+def watch_excess_ms(block, watch: float) -> float:
+    """What another context took of a block's host windows per call, beyond the reference's watch and one switch."""
+    away = _watched(block)
+    return 0.0 if away is None else (away - watch - SWITCH_MS) / block.reps
+
+
+def watched_ms(side, reference) -> list[float]:
+    """Per block of `side`, the work another context ran through its host windows per call, past the jitter.
+
+    Work the candidate left on the device there is its calls' work, which its own timer never saw: it counts into
+    their times (block_times), as work on other streams does (side_stream_counted), and not only into the parent's
+    figure, below which a timer may claim up to the allowance. Zeros for the reference, whose blocks are the scale.
+    """
+    if side is reference:
+        return [0.0] * len(side.blocks)
+    watch = watch_ms(reference)
+    return [max(0.0, watch_excess_ms(b, watch) - WATCH_JITTER_MS / b.reps) for b in side.blocks]
 
 
 def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable[[float], float]:
@@ -170,21 +211,30 @@ def pin_excess_ms(block, reference, pin: float, honest_share: float) -> float:
     return (took - len(block.picked) * pin) / block.reps
 
 
-def block_ms(block, reference, harness: float, seal: float, pin: float, share: Callable[[float], float]) -> float:
+def block_ms(block, reference, harness: float, seal: float, pin: float, watch: float,
+             share: Callable[[float], float]) -> float:  # fmt: skip
     """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
 
     A block's seal is timed apart from its calls (judge/timing_plan.py): what it takes beyond the reference's, past
-    the seal's noise, is work moved out of the calls and counts as theirs. So is what the reference's pin, right
-    behind it, takes beyond its pin of its own outputs: work left running on the device, which its reads share it with.
+    the seal's noise, is work moved out of the calls and counts as theirs. So is work left running on the device
+    through the block's host windows: what the reference's pin, right behind the seal, takes beyond its pin of its own
+    outputs (its reads share the device with that work), or what the reference's watch over the windows saw another
+    context take (watch_excess_ms), whichever is more: the watch spans the pin, so the two see the same work there.
     `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
+
+    The block's command begins with the device's switch from the reference's context (its drain ran last) to the
+    candidate's, which the reference's own blocks, after their own drain, never pay: SWITCH_MS is credited once a block.
+    level1/87 (one 3.4 ms repetition a block) read its candidate's command 0.27 ms longer than the reference's, a median
+    over 29 blocks on an H200 (bench/probes/block_figures.py), and was disputed in some runs.
     """
-    calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness)
+    calls = parent_ms(Span(block.seconds, block.reps), reference.floor_s, harness) - SWITCH_MS / block.reps
     beyond = max(0.0, reference.fixed_s - reference.floor_s) * 1e3 / block.reps
     moved = seal_excess_ms(block, reference, seal) - (SEAL_SLACK * seal + SEAL_JITTER_MS / block.reps)
     left = 0.0
     if block.picked:
         left = pin_excess_ms(block, reference, pin, share(calls))
         left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
+        left = max(left, watch_excess_ms(block, watch) - WATCH_JITTER_MS / block.reps)
     return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
 
@@ -194,18 +244,22 @@ def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: fl
     return excess if excess > max(SIDE_NOISE_MS, SIDE_NOISE_SHARE * runtime_ms) else 0.0
 
 
-def block_times(side) -> list[list[float]]:
-    """A side's own times, block by block (they are joined block after block)."""
+def block_times(side, counted: list[float] | None = None) -> list[list[float]]:
+    """A side's own times, block by block (they are joined block after block), each raised by `counted[b]`.
+
+    `counted`: the work per call of each block that its timer did not see and the parent counts (watched_ms).
+    """
     times, at, out = side.facts["times_ms"], 0, []
-    for block in side.blocks:
-        out.append(times[at : at + block.reps])
+    for b, block in enumerate(side.blocks):
+        extra = counted[b] if counted else 0.0
+        out.append([t + extra for t in times[at : at + block.reps]])
         at += block.reps
     return out
 
 
-def reported_ms(side) -> float:
+def reported_ms(side, counted: list[float] | None = None) -> float:
     """The figure a side's timing reports (judge/timing_plan.ShapeTiming): the median of its block means."""
-    return statistics.median(map(statistics.fmean, block_times(side)))
+    return statistics.median(map(statistics.fmean, block_times(side, counted)))
 
 
 @dataclass
@@ -224,6 +278,10 @@ class Verdict:
     # credits no more than an honest call pins, which differs only where the side was given few repetitions.
     pin_excess_ms: float = 0.0
     open_ms: float | None = None  # the pin's IPC open of one of the side's outputs, the median over its blocks
+    watch_ms: float = 0.0  # what the reference's watch of its own blocks saw its watcher not run (watch_ms)
+    # What the watch of the side's blocks saw another context take per call beyond it and a switch, the median over its
+    # blocks (watch_excess_ms); None where none was watched.
+    watch_excess_ms: float | None = None
 
     @property
     def disputed(self) -> bool:
@@ -242,16 +300,17 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     allowance for a timer that claims a share of each call.
     """
     harness, seal, pin = harness_ms(reference, device), seal_ms(reference), pin_ms(reference)
+    watch = watch_ms(reference)
     if side is reference or device != "cuda":
         blocks = [parent_ms(Span(counted_s(b, reference, device), b.reps), reference.fixed_s, harness)
                   for b in side.blocks]  # fmt: skip
     else:
         share = pinned_share(honest_reps, (side.layout or {}).get("retained") or side.reps)
-        blocks = [block_ms(b, reference, harness, seal, pin, share) for b in side.blocks]
+        blocks = [block_ms(b, reference, harness, seal, pin, watch, share) for b in side.blocks]
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
-    reported = reported_ms(side)
+    reported = reported_ms(side, watched_ms(side, reference) if device == "cuda" else None)
     side_ms = side.side_stream_ms if side is reference else side_stream_counted(
         side.side_stream_ms, reference.side_stream_ms, reported)  # fmt: skip
     claimed = reported + side_ms
@@ -259,5 +318,7 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     excess = statistics.median(seal_excess_ms(b, reference, seal) for b in side.blocks)
     left = statistics.median(pin_excess_ms(b, reference, pin, 1.0) for b in side.blocks)
     opens = [b.pin["open_ms"] / b.pin["opened"] for b in side.blocks if b.picked and b.pin.get("opened")]
+    watched = [watch_excess_ms(b, watch) for b in side.blocks if _watched(b) is not None]
     return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left,
-                   statistics.median(opens) if opens else None)  # fmt: skip
+                   statistics.median(opens) if opens else None, watch,
+                   statistics.median(watched) if watched else None)  # fmt: skip

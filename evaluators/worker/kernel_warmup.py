@@ -1,4 +1,4 @@
-"""The harness's own kernels (comparison, the stream's hold, the pin's sample), loaded in a thread as a worker starts.
+"""The harness's own kernels (comparison, the stream's hold, the pin's sample, the watch), loaded as a worker starts.
 
 CUDA loads a kernel's module on its first launch. In a fresh process on an H100 the comparison's first call took
 0.31 s, then about 1 ms (bench/probes/first_use.py): 6-33 ms for each of about ten first kernels. A cold evaluation paid
@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from evaluators.worker import stream_hold
+from evaluators.worker import stream_hold, window_watch
 from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.pins import Sample
@@ -64,6 +64,7 @@ def warm(device: str, role: str) -> None:
         return
     if device == "cuda":
         Sample(expected.repeat(32)).holds(expected.repeat(32))  # its pins of the timed outputs (worker/pins.py)
+        window_watch.load()  # the watch over a candidate's block's host windows
     found = expected.clone()
     found[7] += 1.0  # a mismatch also runs the worst element's path
     for dtype in (torch.float32, torch.bfloat16, torch.float16):

@@ -143,6 +143,9 @@ def _generator(device: torch.device):
 
 
 def _done() -> None:
-    """Wait for the pin's reads: they must have read the outputs before the reply."""
+    """Wait for the pin's reads: they must have read the outputs before the reply.
+
+    Its own stream's: the reference's watch (worker/window_watch.py) runs on another until the pin is done.
+    """
     if torch.cuda.is_available():
-        torch.cuda.synchronize()
+        torch.cuda.current_stream().synchronize()

@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, timing, trials
+from evaluators.worker import device_idle, device_memory, integrity, kernel_warmup, timing, trials, window_watch
 from evaluators.worker.compare import judge
 from evaluators.worker.device_handoff import open_shared, release_unread
 from evaluators.worker.handoff import Handed, HandoffError, output_name, read_outputs
@@ -260,13 +260,20 @@ def serve_reference(session: Session) -> None:
     kernel_warmup.wait()  # loaded by now, in all likelihood; the thread never runs beside a timing (device lock)
     limit = job["max_result_mb"] << 20
     answers, pinned = TimedAnswers(), Pins()
+    watch = window_watch.load() if device == "cuda" else None
     for command in commands:
         cmd = command["cmd"]
+        if watch is not None and cmd != "pin":
+            watch.end()  # a watch is read by the pin right behind it: any other command ends one left running
         if cmd == "ping":
             # Answered at once: the least a process can take to answer a command, which the parent credits any
             # block's command in full (judge/wall.py).
             session.reply("pong", {})
             continue
+        if cmd == "watch":
+            if watch is not None:
+                watch.start()
+            continue  # no reply: what it saw comes with the pin's
         shape = command["shape"]
         if cmd == "compare":
             if command["seed"] != seeds[shape]:
@@ -305,6 +312,8 @@ def serve_reference(session: Session) -> None:
                 reps = range(first, first + len(command["fds"]))
                 block = dict(zip(reps, _handed(command, [output_name(shape, "rep", rep) for rep in reps]), strict=True))
                 facts = pinned.pin(block, command["reps"], bound)
+            if watch is not None:
+                facts |= watch.end()
             session.reply("pinned", facts)
         elif cmd == "probe":
             session.reply("probe", {"side_stream_ms": session.side_stream(model, command["seed"])})

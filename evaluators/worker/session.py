@@ -17,7 +17,7 @@ from kernels.problem_types import Shape
 from kernels.runtime import problem_runtime
 
 # The commands of a shape's timing: its blocks, the reference's drains, pins and checks between them, its pings after.
-TIMING_COMMANDS = ("time", "seal", "pin", "check_reps", "drain", "ping")
+TIMING_COMMANDS = ("time", "seal", "watch", "pin", "check_reps", "drain", "ping")
 
 
 class Session:
@@ -66,8 +66,9 @@ class Session:
         timing = command["cmd"] in TIMING_COMMANDS
         if command["cmd"] != "seal":
             self.sealing = None  # a block's outputs wait for its seal only: it comes right behind its timing
-        if command["cmd"] == "pin":
-            return  # the reference's pin of its own block comes right behind its seal: what it handed over stays
+        if command["cmd"] in ("watch", "pin"):
+            # The reference's watch and pin of its own block come right behind its seal: what it handed over stays.
+            return
         # The parent asks again only once the reference has compared (and dropped) them.
         let_go(self.counts)
         self.held.release(keep_pool=timing)

@@ -249,7 +249,8 @@ def test_a_session_lets_go_of_its_own_counts_before_it_drops_its_outputs_and_not
         "cpu",
     )
     state.held = type("Held", (), {"release": lambda self, keep_pool: order.append(("release", keep_pool))})()
+    state.begin({"cmd": "watch"})
     state.begin({"cmd": "pin"})
-    assert order == []  # the reference's pin of its own block reads what its seal handed over
+    assert order == []  # the reference's watch and pin of its own block: the pin reads what its seal handed over
     state.begin({"cmd": "check_reps"})
     assert order == [("let_go", [(b"/torch_1", 0)]), ("release", True)]  # the pool kept through the shape

@@ -1,6 +1,7 @@
 """The worker's environment and output capture, and a worker that died before its next command."""
 
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,19 @@ def test_stage_time_is_the_parents_clock_around_each_command_summed_per_stage(tm
         first = worker.call({"cmd": "ping"}, "pong", "startup")
         assert first.event == "pong" and first.span > 0
         assert worker.stage_seconds == {"startup": pytest.approx(first.span)}
+    finally:
+        worker.close()
+
+
+def test_a_pairs_hook_runs_once_its_first_reply_is_in_and_before_its_second_is_read(tmp_path):
+    """judge/timing_plan.py posts the reference's watch there: as the candidate's block replies, before its seal's."""
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
+    seen = []
+    try:
+        then = ({"cmd": "ping"}, "pong", lambda: seen.append(time.perf_counter()))
+        reply = worker.call({"cmd": "ping", "then": then}, "pong", "startup")
+        assert reply.then.event == "pong" and len(seen) == 1
+        assert reply.received <= seen[0] <= reply.then.received
     finally:
         worker.close()
 

@@ -22,7 +22,7 @@ from evaluators.judge.timing_plan import (
     split,
     time_side_by_side,
 )
-from evaluators.judge.wall import judge_timing, side_stream_counted
+from evaluators.judge.wall import SWITCH_MS, judge_timing, side_stream_counted
 from evaluators.worker.device_lock import LockTimeout, device_lock
 
 CALL_S = 1e-4  # each fake call: a 0.1 ms kernel
@@ -38,8 +38,13 @@ class Reply:
 
 
 def sealed(reply: Reply, command: dict, span: float) -> Reply:
-    """`reply` with the seal's behind it where `command` asked for one: the handoff moves there."""
+    """`reply` with the seal's behind it where `command` asked for one: the handoff moves there.
+
+    What the parent does as the first reply arrives (the seal's third item: the reference's watch) runs first.
+    """
     if "then" in command:
+        if len(command["then"]) > 2:
+            command["then"][2]()
         reply.then = Reply("sealed", {"handed": reply.meta.pop("handed")}, span)
     return reply
 
@@ -54,6 +59,8 @@ class Process:
 
     def __init__(self, name: str, log: list, call_s: float = CALL_S, issue_ms: float = 0.02):
         self.name, self.log, self.call_s, self.issue_ms = name, log, call_s, issue_ms
+        # A candidate's block begins with the device's switch from the reference's context (judge/wall.block_ms).
+        self.switch_s = SWITCH_MS * 1e-3 if name == "candidate" else 0.0
 
     def __call__(self, command: dict, event: str) -> Reply:
         self.log.append((self.name, command))
@@ -77,7 +84,8 @@ class Process:
             "issue_ms": [self.issue_ms] * reps,
             "prepare_ms": [0.04] * reps,
         }
-        return sealed(Reply("timing", meta, FIXED_S + reps * self.call_s), command, FIXED_S)
+        switch_s = self.switch_s if command["hold"] and reps else 0.0
+        return sealed(Reply("timing", meta, FIXED_S + switch_s + reps * self.call_s), command, FIXED_S)
 
     def mismatch(self, command: dict):
         """The reference's check: every candidate output matches."""
@@ -116,9 +124,9 @@ def where(reply: dict, count: int) -> dict:
     return {"pid": 1, "fds": reply["handed"][:count]}
 
 
-def timed_side_by_side(reference, candidate, device, options, memory, room, log=None):
+def timed_side_by_side(reference, candidate, device, options, memory, room, log=None, post=None):
     log = [] if log is None else log
-    return time_side_by_side(reference, candidate, 0, device, options, memory, room, quiet_for(log), where)
+    return time_side_by_side(reference, candidate, 0, device, options, memory, room, quiet_for(log), where, post=post)
 
 
 @pytest.fixture
@@ -127,7 +135,7 @@ def cuda_lock(monkeypatch):
 
 
 def _timed(tmp_path, side_by_side: bool, device: str = "cuda", retained: int = 32, candidate_s=CALL_S,
-           reference_issue_ms: float = 0.02, strict: bool = False):  # fmt: skip
+           reference_issue_ms: float = 0.02, strict: bool = False, watched: bool = False):  # fmt: skip
     log = []
     memory = {"sizes": [{"name": "s", "input_bytes": 1, "output_bytes": 1 << 10}]}
     layout = {"side_by_side": side_by_side, "timing_sets": 2, "retained": retained, "retained_on_device": True}
@@ -139,7 +147,8 @@ def _timed(tmp_path, side_by_side: bool, device: str = "cuda", retained: int = 3
         log.append(("parent", {"cmd": "room"}))
         return layout
 
-    timings = timed_side_by_side(reference, candidate, device, options, memory, room, log)
+    post = (lambda command: log.append(("reference", command))) if watched else None  # a command with no reply
+    timings = timed_side_by_side(reference, candidate, device, options, memory, room, log, post)
     return timings, [(name, c) for name, c in log if name != "parent" or c["cmd"] in ("stop", "resume")]
 
 
@@ -256,6 +265,22 @@ def test_each_block_is_pinned_right_behind_its_seal_and_the_check_reads_what_was
             assert block.pin_s == FIXED_S  # the fake pin's span
     checks = [c for _, c in log if c["cmd"] == "check_reps"]
     assert [c["reps"] for c in checks] == [[b.first + k for k in b.picked] for b in candidate.blocks]
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_the_reference_watches_each_block_until_its_pin_the_candidates_from_its_reply(tmp_path, cuda_lock,
+                                                                                      side_by_side):  # fmt: skip
+    """The candidate's block's watch is posted as its reply arrives, before the seal's is read (worker/window_watch.py);
+    the reference's own right before its pin; each pin ends one."""
+    (_, candidate), log = _timed(tmp_path, side_by_side=side_by_side, watched=True)
+    sides = [(name, c["cmd"]) for name, c in log if name != "parent"]
+    pins = [i for i, entry in enumerate(sides) if entry == ("reference", "pin")]
+    assert pins and all(sides[i - 1] == ("reference", "watch") for i in pins)
+    assert sides.count(("reference", "watch")) == len(pins)
+    theirs = [i for i, entry in enumerate(sides) if entry == ("candidate", "time")]
+    blocks = [i for i in theirs if i + 2 < len(sides) and sides[i + 1 : i + 3] == [("reference", "watch"),
+                                                                                   ("reference", "pin")]]  # fmt: skip
+    assert len(blocks) == len(candidate.blocks)
 
 
 def test_a_strict_run_pins_as_many_as_any_run_and_checks_every_repetition(tmp_path, cuda_lock):
@@ -416,11 +441,12 @@ def _judged_with_probes(candidate_side_ms: float, reference_side_ms: float, call
     result = EvalResult(status="correct", device="cuda")
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
     sides = []
-    for side_ms in (candidate_side_ms, reference_side_ms):
+    for side_ms, switch_s in ((candidate_side_ms, SWITCH_MS * 1e-3), (reference_side_ms, 0.0)):
         facts = {"times_ms": [call_ms] * 100}
         if issue_ms is not None:
             facts["issue_ms"] = issue_ms
-        sides.append(ShapeTiming(100, facts, Span(0.1, 100), [Block(0, 100, 0, 0.1)], side_stream_ms=side_ms))
+        block = Block(0, 100, 0, 0.1 + switch_s)  # the candidate's begins with the switch from the reference's context
+        sides.append(ShapeTiming(100, facts, Span(block.seconds, 100), [block], side_stream_ms=side_ms))
     meta = {"shapes": [{"roofline": None, "dtype": "fp32"}], "device_name": "NVIDIA H100 80GB HBM3"}
     assert verdicts.apply_shape_timing(result, 0, *sides, meta, EvalOptions())
     return result.shapes[0], [f.code for f in result.flags]

@@ -13,6 +13,7 @@ from evaluators.judge.wall import (
     CREDIT_SHARE,
     SEAL_JITTER_MS,
     SEAL_SLACK,
+    SWITCH_MS,
     Span,
     harness_ms,
     judge_timing,
@@ -32,13 +33,15 @@ FIXED_S = 0.002  # the pipe, the flush buffer, the last sync
 REPS_FOR = honest_reps("cuda", EvalOptions())
 
 
-def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
+def timing(claimed: list[float], real: list[float] | float, switched: bool = True) -> ShapeTiming:
     """A shape timed in BLOCKS blocks whose timer says `claimed` (per repetition) while the work took `real`.
 
-    `real` is the work per call of each block (or one figure for all): what the parent's clock sees.
+    `real` is the work per call of each block (or one figure for all): what the parent's clock sees. `switched`: each
+    block begins with the device's switch from the reference's context, as a candidate's does (the reference's not).
     """
     real = [real] * BLOCKS if isinstance(real, (int, float)) else real
-    blocks = [Block(b * BLOCK_REPS, BLOCK_REPS, b, FIXED_S + BLOCK_REPS * (real[b] + HARNESS_MS) * 1e-3)
+    switch_s = SWITCH_MS * 1e-3 if switched else 0.0
+    blocks = [Block(b * BLOCK_REPS, BLOCK_REPS, b, FIXED_S + switch_s + BLOCK_REPS * (real[b] + HARNESS_MS) * 1e-3)
               for b in range(BLOCKS)]  # fmt: skip
     shape = ShapeTiming(REPS, {"times_ms": list(claimed)}, blocks=blocks)
     shape.span = Span(sum(b.seconds for b in blocks), REPS, BLOCKS)
@@ -46,23 +49,25 @@ def timing(claimed: list[float], real: list[float] | float) -> ShapeTiming:
     return shape
 
 
-def honest(ms: float) -> ShapeTiming:
-    return timing([ms] * REPS, ms)
+def honest(ms: float, switched: bool = True) -> ShapeTiming:
+    return timing([ms] * REPS, ms, switched)
 
 
 def judged(candidate: ShapeTiming, device: str = "cuda", reference: ShapeTiming | None = None) -> EvalResult:
     result = EvalResult(status="correct", device=device)
     result.shapes.append(ShapeResult(name="s", kind="benchmark", status="correct"))
-    ok = verdicts.apply_shape_timing(result, 0, candidate, reference or honest(1.0), META, EvalOptions())
+    ok = verdicts.apply_shape_timing(
+        result, 0, candidate, reference or honest(1.0, switched=False), META, EvalOptions()
+    )
     assert ok
     return result
 
 
 def test_the_calibration_recovers_the_real_time_and_the_harness():
-    reference = honest(1.0)
+    reference = honest(1.0, switched=False)
     harness = harness_ms(reference, "cuda")
     assert harness == pytest.approx(HARNESS_MS)
-    assert parent_ms(timing([0.01] * REPS, 0.5).span, FIXED_S, harness) == pytest.approx(0.5)
+    assert parent_ms(timing([0.01] * REPS, 0.5, switched=False).span, FIXED_S, harness) == pytest.approx(0.5)
 
 
 def test_an_honest_timer_within_the_noise_keeps_its_figure_and_no_flag():
@@ -79,7 +84,7 @@ def test_a_timer_that_claims_less_than_the_parent_saw_is_disputed_and_the_parent
 
 
 def test_on_the_cpu_the_parents_figure_is_a_floor_without_a_flag():
-    result = judged(timing([0.05] * REPS, 0.5), device="cpu")
+    result = judged(timing([0.05] * REPS, 0.5, switched=False), device="cpu")
     assert result.shapes[0].runtime_ms == pytest.approx(0.5)
     assert not result.flags
 
@@ -108,7 +113,7 @@ def test_forging_whole_blocks_moves_the_figure_no_further_than_the_allowance():
     # Four blocks of ten claim nothing: the median of the blocks moves off the honest ones by at most the noise
     # the parent allows, and forging the majority is disputed.
     few = timing([0.0] * 40 + [1.0] * 60, 1.0)
-    verdict = judge_timing(few, honest(1.0), REPS_FOR, "cuda")
+    verdict = judge_timing(few, honest(1.0, switched=False), REPS_FOR, "cuda")
     assert reported_ms(few) >= verdict.parent_ms - verdict.slack_ms
     many = judged(timing([0.0] * 60 + [1.0] * 40, 1.0))
     assert "timing_disputed" in [f.code for f in many.flags]
@@ -118,7 +123,7 @@ def test_forging_whole_blocks_moves_the_figure_no_further_than_the_allowance():
 def test_the_reference_judged_by_the_same_rule_is_never_disputed_by_its_own_calibration():
     # One slow command of three (the CPU's pipe): calibrated by a mean, the median of the reference's own figures
     # read 0.77 ms against its 0.1 ms, and its floor raised the baseline fivefold.
-    reference = timing([0.1] * REPS, [0.8] * 3 + [2.8] * 7)
+    reference = timing([0.1] * REPS, [0.8] * 3 + [2.8] * 7, switched=False)
     verdict = judge_timing(reference, reference, REPS_FOR, "cuda")
     assert verdict.parent_ms == pytest.approx(reported_ms(reference)) and not verdict.disputed
     result = judged(honest(1.0), reference=reference)
@@ -155,9 +160,11 @@ def test_a_side_given_few_repetitions_gets_no_more_jitter_than_its_calls_earn():
     blocks = [Block(b * 10, 10, b, FIXED_S + 10 * (0.1 + HARNESS_MS) * 1e-3) for b in range(2)]
     few = ShapeTiming(20, {"times_ms": [0.033] * 20}, blocks=blocks)
     few.span, few.fixed_s = Span(sum(b.seconds for b in blocks), 20, 2), FIXED_S
-    trusting = judge_timing(few, honest(0.1), lambda ms: 0, "cuda")  # its own count: 1 ms of jitter over 20 repetitions
+    trusting = judge_timing(
+        few, honest(0.1, switched=False), lambda ms: 0, "cuda"
+    )  # its own count: 1 ms of jitter over 20 repetitions
     assert not trusting.disputed
-    verdict = judge_timing(few, honest(0.1), REPS_FOR, "cuda")
+    verdict = judge_timing(few, honest(0.1, switched=False), REPS_FOR, "cuda")
     assert verdict.disputed and verdict.slack_ms < trusting.slack_ms
     assert verdict.parent_ms == pytest.approx(trusting.parent_ms)
 
@@ -165,10 +172,12 @@ def test_a_side_given_few_repetitions_gets_no_more_jitter_than_its_calls_earn():
 def test_a_long_call_whose_timer_claims_a_tenth_less_is_disputed():
     """The red team's forger: a 20 ms call whose blocks of ten lose their forged tenth (about 10 % less), which the flat
     10 % share let through. A long call's share is 3 % plus the cost of a few more launches than the reference's."""
-    result = judged(timing([18.0] * REPS, 20.0), reference=honest(20.0))
+    result = judged(timing([18.0] * REPS, 20.0), reference=honest(20.0, switched=False))
     assert [f.code for f in result.flags] == ["timing_disputed"]
     assert result.shapes[0].runtime_ms == pytest.approx(20.0)
-    honest_launches = judged(timing([19.7] * REPS, 20.0), reference=honest(20.0))  # 0.3 ms of launches beyond
+    honest_launches = judged(
+        timing([19.7] * REPS, 20.0), reference=honest(20.0, switched=False)
+    )  # 0.3 ms of launches beyond
     assert not honest_launches.flags and honest_launches.shapes[0].runtime_ms == pytest.approx(19.7)
 
 
@@ -192,9 +201,9 @@ def _calibrated(shape: ShapeTiming) -> ShapeTiming:
     return shape
 
 
-def _answering_faster(ms: float) -> ShapeTiming:
+def _answering_faster(ms: float, switched: bool = True) -> ShapeTiming:
     """Honest calls of `ms` and an honest timer, in commands that skip all of their own work but the pipe."""
-    shape = honest(ms)
+    shape = honest(ms, switched)
     for block in shape.blocks:
         block.seconds -= FIXED_S - PIPE_S
     return shape
@@ -203,10 +212,10 @@ def _answering_faster(ms: float) -> ShapeTiming:
 def test_the_credit_beyond_the_pipe_is_a_share_of_the_blocks_calls():
     """A candidate skipping its commands' own work is credited it only up to CREDIT_SHARE of its calls: the figure
     falls below its real calls by that share, where crediting the reference's whole cost took 0.15 ms off each."""
-    reference = _calibrated(honest(1.0))
+    reference = _calibrated(honest(1.0, switched=False))
     verdict = judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cuda")
     assert verdict.parent_ms == pytest.approx(1.0 - CREDIT_SHARE)
-    block = _answering_faster(1.0).blocks[0]
+    block = _answering_faster(1.0, switched=False).blocks[0]
     assert parent_ms(Span(block.seconds, block.reps), FIXED_S, harness_ms(reference, "cuda")) == pytest.approx(
         1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
     )
@@ -214,7 +223,7 @@ def test_the_credit_beyond_the_pipe_is_a_share_of_the_blocks_calls():
 
 def test_an_honest_candidate_pays_what_its_commands_cost_beyond_the_share():
     """Where a block's calls are long, the whole cost is credited; where short, the rest counts as its calls'."""
-    reference = _calibrated(honest(1.0))
+    reference = _calibrated(honest(1.0, switched=False))
     assert judge_timing(honest(20.0), reference, REPS_FOR, "cuda").parent_ms == pytest.approx(20.0)
     beyond_ms = (FIXED_S - PIPE_S) * 1e3
     short = judge_timing(honest(1.0), reference, REPS_FOR, "cuda")
@@ -223,9 +232,9 @@ def test_an_honest_candidate_pays_what_its_commands_cost_beyond_the_share():
 
 def test_the_reference_and_the_cpu_are_credited_the_whole_cost():
     """The reference's own commands cost it what its command with no repetition did; on the CPU no flag rests on it."""
-    reference = _calibrated(honest(1.0))
+    reference = _calibrated(honest(1.0, switched=False))
     assert judge_timing(reference, reference, REPS_FOR, "cuda").parent_ms == pytest.approx(1.0)
-    assert judge_timing(_answering_faster(1.0), reference, REPS_FOR, "cpu").parent_ms == pytest.approx(
+    assert judge_timing(_answering_faster(1.0, switched=False), reference, REPS_FOR, "cpu").parent_ms == pytest.approx(
         1.0 - (FIXED_S - PIPE_S) * 1e3 / BLOCK_REPS
     )
 
@@ -234,7 +243,7 @@ def test_the_claim_holds_only_the_side_stream_work_the_runtime_counts():
     """A side-stream reading under the count's threshold raises neither the runtime nor the claim the parent checks:
     reported a few microseconds under it, the raw reading had lifted the claim alone (second red team of 2026-11-28).
     """
-    reference, quiet, lifted, counted = honest(0.2), honest(0.2), honest(0.2), honest(0.2)
+    reference, quiet, lifted, counted = honest(0.2, switched=False), honest(0.2), honest(0.2), honest(0.2)
     reference.side_stream_ms, quiet.side_stream_ms = 0.015, 0.015
     lifted.side_stream_ms, counted.side_stream_ms = 0.015 + 0.0024, 0.015 + 0.05
     claims = [judge_timing(side, reference, REPS_FOR, "cuda").claimed_ms for side in (quiet, lifted, counted)]
@@ -251,7 +260,7 @@ def sealed(shape: ShapeTiming, seal_ms_per_rep: float) -> ShapeTiming:
 
 def test_a_seal_longer_than_the_references_past_its_noise_counts_as_the_calls_work():
     """Work moved from the calls into the seal (answers finished while the outputs are digested) is the calls'."""
-    reference = sealed(honest(1.0), 0.5)
+    reference = sealed(honest(1.0, switched=False), 0.5)
     within = 0.5 + 0.9 * (SEAL_SLACK * 0.5 + SEAL_JITTER_MS / BLOCK_REPS)
     assert judge_timing(sealed(honest(1.0), within), reference, REPS_FOR, "cuda").parent_ms == pytest.approx(1.0)
     mover = sealed(timing([0.6] * REPS, 0.6), 0.5 + 0.4)  # 0.4 ms of each call done in the seal
@@ -262,7 +271,7 @@ def test_a_seal_longer_than_the_references_past_its_noise_counts_as_the_calls_wo
 
 
 def test_a_seal_quicker_than_the_references_is_credited_nothing():
-    reference = sealed(honest(1.0), 0.5)
+    reference = sealed(honest(1.0, switched=False), 0.5)
     clock = judge_timing(sealed(honest(1.0), 0.0), reference, REPS_FOR, "cuda")
     assert clock.parent_ms == pytest.approx(1.0) and clock.seal_excess_ms == pytest.approx(-0.5)
 
@@ -272,8 +281,8 @@ def test_on_the_cpu_a_blocks_seal_counts_as_its_calls():
 
     Weighed by no one before, a red team's Triton kernel doing all its work there read 1.3-1.8x (CPU).
     """
-    reference = sealed(honest(1.0), 0.0)
-    lazy = sealed(timing([0.1] * REPS, 0.1), 0.9)  # 0.9 ms of each call's work done in its block's seal
+    reference = sealed(honest(1.0, switched=False), 0.0)
+    lazy = sealed(timing([0.1] * REPS, 0.1, switched=False), 0.9)  # 0.9 ms of each call's work done in its block's seal
     clock = judge_timing(lazy, reference, REPS_FOR, "cpu")
     assert clock.parent_ms == pytest.approx(1.0)
     assert clock.disputed

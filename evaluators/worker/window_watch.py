@@ -1,0 +1,86 @@
+"""The reference's watch over a candidate's block's host windows: the device time another context took in them.
+
+Work a candidate leaves on the device runs on through its block's host windows: the end of its timing command, its
+seal, the pipes and the pin's IPC opens. In the reference's own blocks the device idles there, and no span the parent
+reads sees such work unless it delays the pin (docs/CONTRACTS.md, "What the pin leaves"). The contexts time-slice: a
+kernel of the reference's that runs through those windows is switched out while another context's work runs, and the
+time it loses is that work. On an H200 a one-thread watcher polling the device's global timer lost 0.82 ms to
+another process's 1 ms burst run while it watched and none to one run before it, nor to its own process's burst on
+another stream (bench/probes/slice_watch.py).
+
+The parent posts "watch" to the reference as the candidate's timing reply arrives, before its seal's, and the
+reference ends the watch after its pin of the block (judge/timing_plan.py). What the watcher did not run of the
+host's span from its launch to its end is `away_ms`: the gaps in its polls, and its own wait to start, which covers
+work already running as it was launched. The reference's own blocks are watched from right before their pin, so its
+`away_ms` is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts
+(judge/wall.py credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None
+and no block is watched.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import time
+from pathlib import Path
+
+import torch
+
+from evaluators.worker import ptx_kernel
+
+PTX = Path(__file__).with_name("window_watch.ptx")
+GAP_NS = 20_000  # polls take 1-2 us (a read across the bus): a gap beyond this is time switched out
+CAP_NS = 5_000_000_000  # a watch left running (its pin never came) ends by itself; the next command ends it sooner
+_CLOCK = time.perf_counter
+
+
+class Watch:
+    """The loaded kernel, its pinned words, its stream: `start()` as a block's windows open, `end()` after its pin."""
+
+    def __init__(self, kernel: ptx_kernel.Kernel, words: torch.Tensor, device_pointer: int):
+        self._kernel = kernel
+        self._words = words  # [the flag, the gaps' total, their count, the longest, the span] (ns)
+        self._flag = ctypes.c_uint32.from_address(words.data_ptr())
+        self._args = [ctypes.c_uint64(device_pointer), ctypes.c_uint32(0), ctypes.c_uint64(CAP_NS),
+                      ctypes.c_uint64(GAP_NS), ctypes.c_uint64(device_pointer + 8)]  # fmt: skip
+        self._pointers = ptx_kernel.pointers(self._args)
+        self._stream = torch.cuda.Stream()  # of its own: the pin's reads run beside it, in the same context
+        self._started: float | None = None
+
+    def start(self) -> None:
+        """Launch the watcher (a watch still running is ended first, unread)."""
+        self.end()
+        self._args[1].value += 1
+        self._started = _CLOCK()
+        self._kernel.launch(1, 1, self._pointers, self._stream.cuda_stream)
+
+    def end(self) -> dict:
+        """End the watch now running: {"away_ms", "gaps_ms", "gaps", "watched_ms"}, or {} where none runs."""
+        if self._started is None:
+            return {}
+        self._flag.value = self._args[1].value
+        self._stream.synchronize()  # this stream alone: a device-wide synchronize would wait for nothing more
+        host_ms = (_CLOCK() - self._started) * 1e3
+        self._started = None
+        total, count, _longest, span = (int(v) for v in self._words[1:].tolist())
+        ran_ms = (span - total) / 1e6
+        return {"away_ms": max(0.0, host_ms - ran_ms), "gaps_ms": total / 1e6, "gaps": count, "watched_ms": host_ms}
+
+
+@functools.cache
+def load() -> Watch | None:
+    """The watch for this process's CUDA context, or None where it cannot be had (no block is then watched).
+
+    Loaded once, while the reference starts (worker/kernel_warmup.py), as the stream's hold is.
+    """
+    if not torch.cuda.is_available() or torch.version.hip:
+        return None
+    try:
+        kernel = ptx_kernel.load(PTX, "watch")
+        words = torch.zeros(5, dtype=torch.int64, pin_memory=True)
+        pointer = ctypes.c_uint64()
+        status = kernel.driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), ptx_kernel.P(words.data_ptr()), 0)
+        ptx_kernel.check(status, "mapping")
+    except (OSError, AttributeError, RuntimeError):
+        return None
+    return Watch(kernel, words, pointer.value)

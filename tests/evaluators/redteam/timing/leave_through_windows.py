@@ -1,0 +1,36 @@
+"""Attack (work left through the host windows): each timed call computes only the first SHARE of its rows, and its
+timer honestly times that; right after the last synchronize of each block, before the reply, the rest of every
+repetition's rows is queued on a stream of its own. The held outputs are finished on the device while the candidate
+replies and seals and the reference opens them: windows in which the device idles in the reference's own blocks.
+Before the reference watched them (worker/window_watch.py) only what outlasted the opens delayed the pin, and then
+counted only into the parent's figure, below which a timer may claim the allowance.
+"""
+
+SHARE = 0.5
+
+_rest: list = []  # (x, weight, y) of each repetition's rows left for after the loop
+_side: list = []
+
+
+def finish_the_rest() -> None:
+    if not _side:
+        _side.append(torch.cuda.Stream())
+    with torch.cuda.stream(_side[0]):
+        for x, weight, y in _rest:
+            launch(x, weight, y)
+    _rest.clear()
+
+
+class ModelNew(_Honest):
+    def forward(self, x):
+        local = frame_locals("_loop")
+        if local is None or not local.get("cuda") or not local["plan"].hold:
+            return super().forward(x)  # warm-up, rehearsal, trials: honest
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        split = int(x.shape[0] * SHARE)
+        launch(x[:split], self.weight, y[:split])
+        _rest.append((x[split:], self.weight, y[split:]))
+        if ending_block()[0]:
+            after_the_loop(finish_the_rest)
+        return y
