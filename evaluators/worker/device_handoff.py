@@ -90,6 +90,28 @@ class HeldOutputs:
             _EMPTY_CACHE()
 
 
+# torch records an interprocess event with each CUDA share (so a reader can wait for the sharer's stream) while fewer
+# than this many shares with events are alive, and past it synchronizes the sharer's stream instead. An event recorded
+# in a candidate's seal is device work in its context while the reference watches the block's host windows
+# (worker/window_watch.py): the device switched to it and back, a gap of about 0.39 ms a block on an H200 that work
+# left by a candidate could hide in. So each worker keeps that many shares alive from its start (spend_event_budget):
+# its seals' shares then record nothing, and the reference's reads, which never wait for the event (the timing command
+# synchronized before its reply), are unchanged.
+EVENT_BUDGET = 1000
+_spent: list[torch.Tensor] = []
+
+
+def spend_event_budget() -> None:
+    """Share EVENT_BUDGET tiny tensors of this process's own and keep them: no later share records an event."""
+    if _spent:
+        return
+    for _ in range(EVENT_BUDGET):
+        tensor = torch.empty(1, device="cuda")  # a storage of its own: torch records one event a storage
+        _SHARE(tensor.untyped_storage())
+        _spent.append(tensor)
+    torch.cuda.synchronize()
+
+
 def share_outputs(name: str, outputs: list[torch.Tensor], counts: list | None = None) -> int:
     """Candidate side: describe `outputs` (contiguous device tensors the caller keeps alive); the descriptor's fd.
 

@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from evaluators.worker import stream_hold, window_watch
+from evaluators.worker import device_handoff, stream_hold, window_watch
 from evaluators.worker.compare import compare_outputs
 from evaluators.worker.device_lock import starting_worker_lock
 from evaluators.worker.pins import Sample
@@ -59,6 +59,7 @@ def warm(device: str, role: str) -> None:
     if device == "cuda":
         stream_hold.load()
         torch.zeros(1, device=device).add_(1)  # the reference's wait for an idle device (worker/device_idle.py)
+        device_handoff.spend_event_budget()  # no seal records an event (worker/device_handoff.py)
     flatten_outputs(expected.reshape(16, 16).t(), device)  # the timing loop's copy of a held output
     if role != "reference":
         return
