@@ -55,7 +55,8 @@ def main() -> None:
     for path in args.problems:
         source = args.candidate.read_text() if args.candidate else reference_candidate(path.read_text(), "kernelbench")
         result = evaluate(str(path), source, args.device, EvalOptions())
-        print(f"== {path}: {result.status} {result.speedup} {[f.code for f in result.flags]}", flush=True)
+        stages = {k: round(v, 2) for k, v in result.stages.items() if k in ("timing", "timing_lock_wait", "total")}
+        print(f"== {path}: {result.status} {result.speedup} {[f.code for f in result.flags]} {stages}", flush=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,10 @@ from evaluators.worker import ptx_kernel
 
 PTX = Path(__file__).with_name("window_watch.ptx")
 GAP_NS = 20_000  # polls take 1-2 us (a read across the bus): a gap beyond this is time switched out
-CAP_NS = 5_000_000_000  # a watch left running (its pin never came) ends by itself; the next command ends it sooner
+CAP_NS = 1_000_000_000  # a watch left running (its pin never came) ends by itself; the next command ends it sooner
+# The pin's samples take about 36 KiB an opened output (SAMPLES places and bytes, worker/pins.py), a few hundred at
+# most a block; torch serves requests up to 1 MiB from 2 MiB segments, so these chunks leave 8 MiB of them cached.
+RESERVE_CHUNK, RESERVE_CHUNKS = 1 << 20, 8
 _CLOCK = time.perf_counter
 
 
@@ -48,8 +51,8 @@ class Watch:
         self._started: float | None = None
 
     def start(self) -> None:
-        """Launch the watcher (a watch still running is ended first, unread)."""
-        self.end()
+        """Launch the watcher, once the pin's allocations have room cached (reserve)."""
+        reserve()
         self._args[1].value += 1
         self._started = _CLOCK()
         self._kernel.launch(1, 1, self._pointers, self._stream.cuda_stream)
@@ -65,6 +68,17 @@ class Watch:
         total, count, _longest, span = (int(v) for v in self._words[1:].tolist())
         ran_ms = (span - total) / 1e6
         return {"away_ms": max(0.0, host_ms - ran_ms), "gaps_ms": total / 1e6, "gaps": count, "watched_ms": host_ms}
+
+
+def reserve() -> None:
+    """Cached room for the pin's small allocations (its samples), taken and given back to the allocator before a watch.
+
+    While the watcher runs, anything that synchronizes the whole device waits for it, up to its cap: a pin whose
+    sample found no cached room asked the driver for memory, which on a full device fails, and torch then frees its
+    cache, a synchronizing call. Level-1 problems with gigabytes of inputs took 5 s longer each on two H200s (the cap).
+    """
+    chunks = [torch.empty(RESERVE_CHUNK, dtype=torch.uint8, device="cuda") for _ in range(RESERVE_CHUNKS)]
+    del chunks
 
 
 @functools.cache
