@@ -399,7 +399,10 @@ def _pins(reference_call, where, shape: int, blocks: int, post=None):
 
     def own(first: int, reps: int, _seal) -> tuple:
         offsets = picked(reps, blocks)
-        if watch is not None:
+        if watch is not None and first > 0:
+            # Not the shape's first: a kernel the pin runs for the first time in the process loads as it is first
+            # launched, which waits for the whole device, the watcher included, until its cap (1 s a shape on
+            # level 1's large outputs, two H200s). The candidate's pins come after it, their kernels loaded.
             watch()
         return offsets, reference_call({"cmd": "pin", "shape": shape, "own": offsets, "first": first}, "pinned")
 

@@ -65,7 +65,10 @@ def warm(device: str, role: str) -> None:
         return
     if device == "cuda":
         Sample(expected.repeat(32)).holds(expected.repeat(32))  # its pins of the timed outputs (worker/pins.py)
-        window_watch.load()  # the watch over a candidate's block's host windows
+        watch = window_watch.load()  # the watch over a candidate's block's host windows, its kernel loaded by a launch
+        if watch is not None:
+            watch.start()
+            watch.end()
     found = expected.clone()
     found[7] += 1.0  # a mismatch also runs the worst element's path
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
