@@ -11,10 +11,12 @@ another stream (bench/probes/slice_watch.py).
 The parent posts "watch" to the reference as the candidate's timing reply arrives, before its seal's, and the
 reference ends the watch after its pin of the block (judge/timing_plan.py). What the watcher did not run of the
 host's span from its launch to its end is `away_ms`: the gaps in its polls, and its own wait to start, which covers
-work already running as it was launched. The reference's own blocks are watched from right before their pin, so its
-`away_ms` is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts
-(judge/wall.py credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None
-and no block is watched.
+work already running as it was launched. The end of the timing command and the watch's start (the reply read, the
+post, the launch) are before it: work that ends there is not seen (docs/CONTRACTS.md, the strict xfail in
+test_redteam_timing_order.py). The reference's own blocks are watched from right before their pin, so its `away_ms`
+is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts (judge/wall.py
+credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None and no block
+is watched.
 """
 
 from __future__ import annotations
