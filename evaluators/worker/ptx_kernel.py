@@ -8,6 +8,7 @@ is loaded once per process, while the worker starts (worker/kernel_warmup.py).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -47,6 +48,22 @@ def load(ptx: Path, name: str) -> Kernel:
     check(driver.cuModuleLoadData(ctypes.byref(module), ptx.read_bytes() + b"\0"), "cuModuleLoadData")
     check(driver.cuModuleGetFunction(ctypes.byref(function), module, name.encode()), "cuModuleGetFunction")
     return Kernel(driver, function)
+
+
+def load_mapped(ptx: Path, name: str, words: Callable[[], torch.Tensor]) -> tuple[Kernel, torch.Tensor, int] | None:
+    """Kernel `name` of `ptx`, `words()` (pinned host memory the kernel reads or writes) and their device address.
+
+    None where the driver, the kernel, the pinned memory or the mapping cannot be had (a ROCm build, no driver).
+    """
+    if torch.version.hip:
+        return None
+    try:
+        kernel, mapped = load(ptx, name), words()
+        pointer = ctypes.c_uint64()
+        check(kernel.driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), P(mapped.data_ptr()), 0), "mapping")
+    except (OSError, AttributeError, RuntimeError):
+        return None
+    return kernel, mapped, pointer.value
 
 
 def check(status: int, what: str) -> None:

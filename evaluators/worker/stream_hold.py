@@ -55,14 +55,5 @@ def load() -> StreamHold | None:
     Loaded once, while the worker starts (worker/kernel_warmup.py): the driver's compile of the PTX and the pinned
     word took about 15 ms of the first timing command on an H100.
     """
-    if torch.version.hip:
-        return None
-    try:
-        kernel = ptx_kernel.load(PTX, "hold")
-        word = torch.zeros(1, dtype=torch.int32, pin_memory=True)
-        pointer = ctypes.c_uint64()
-        status = kernel.driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), ptx_kernel.P(word.data_ptr()), 0)
-        ptx_kernel.check(status, "mapping")
-    except (OSError, AttributeError, RuntimeError):
-        return None
-    return StreamHold(kernel, word, pointer.value)
+    loaded = ptx_kernel.load_mapped(PTX, "hold", lambda: torch.zeros(1, dtype=torch.int32, pin_memory=True))
+    return None if loaded is None else StreamHold(*loaded)

@@ -89,14 +89,7 @@ def load() -> Watch | None:
 
     Loaded once, while the reference starts (worker/kernel_warmup.py), as the stream's hold is.
     """
-    if not torch.cuda.is_available() or torch.version.hip:
+    if not torch.cuda.is_available():
         return None
-    try:
-        kernel = ptx_kernel.load(PTX, "watch")
-        words = torch.zeros(5, dtype=torch.int64, pin_memory=True)
-        pointer = ctypes.c_uint64()
-        status = kernel.driver.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), ptx_kernel.P(words.data_ptr()), 0)
-        ptx_kernel.check(status, "mapping")
-    except (OSError, AttributeError, RuntimeError):
-        return None
-    return Watch(kernel, words, pointer.value)
+    loaded = ptx_kernel.load_mapped(PTX, "watch", lambda: torch.zeros(5, dtype=torch.int64, pin_memory=True))
+    return None if loaded is None else Watch(*loaded)
