@@ -144,10 +144,10 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     reps_for = timing_plan.honest_reps(result.device, options)
     reference_clock = wall.judge_timing(reference, reference, reps_for, device)
     baseline = max(wall.reported_ms(reference), floor_ms(reference_clock), RESOLUTION_MS)
-    watched = wall.watched_ms(timing, reference) if device == "cuda" else None
-    runtime = wall.reported_ms(timing, watched)
+    clock = wall.judge_timing(timing, reference, reps_for, device)
+    runtime = wall.reported_ms(timing, clock.counted)  # as the claim the parent bounds: with the watched work
     spread = median_and_spread(timing.facts["times_ms"])[1]
-    _flag_left_running(result, shape_result.name, watched, runtime)
+    _flag_left_running(result, shape_result.name, clock.counted, runtime)
     side = wall.side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
     if side > max(0.02, 0.05 * runtime):
         result.flag(
@@ -157,7 +157,6 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         )
     runtime += side
     _flag_left_behind(result, shape_result.name, timing)
-    clock = wall.judge_timing(timing, reference, reps_for, device)
     if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",
@@ -184,7 +183,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     shape_result.runtime_ms, shape_result.baseline_ms, shape_result.spread = runtime, baseline, spread
     shape_result.speedup = baseline / runtime
     shape_result.speedup_band, shape_result._band_draws = bands.shape_band(
-        band_series(reference, reference_clock), band_series(timing, clock, watched), shape_result.speedup
+        band_series(reference, reference_clock), band_series(timing, clock), shape_result.speedup
     )
     reference_issued = issue_median(reference.facts.get("issue_ms"), reference.reps)
     shape_result.wall = WallCheck(
@@ -247,13 +246,13 @@ def host_speed_ratio(timing, reference) -> float | None:
     return candidate / ours if candidate and ours else None
 
 
-def band_series(side, clock: wall.Verdict, counted: list[float] | None = None) -> list[list[float]]:
+def band_series(side, clock: wall.Verdict) -> list[list[float]]:
     """The block series a side's figure came from: its own times, or the parent's per block where it was floored.
 
-    Its own with the work `counted` per block (wall.block_times). Each at least RESOLUTION_MS, as the figure is: a
-    forged zero still draws finite ratios.
+    Its own with the work the parent counted into them (`clock.counted`, wall.block_times). Each at least
+    RESOLUTION_MS, as the figure is: a forged zero still draws finite ratios.
     """
-    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side, counted)
+    series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side, clock.counted)
     return [[max(t, RESOLUTION_MS) for t in block] for block in series]
 
 
@@ -281,7 +280,7 @@ BUSY_MS = 500.0
 def _flag_left_running(result: EvalResult, shape: str, watched: list[float] | None, runtime: float) -> None:
     """Flag work the candidate left on the device through its blocks' host windows, past the side-stream bar.
 
-    Counted into its times either way (wall.watched_ms).
+    Counted into its times either way (wall.watch_counted_ms).
     """
     left = statistics.median(watched) if watched else 0.0
     if left > max(0.02, 0.05 * runtime):

@@ -182,17 +182,14 @@ def watch_excess_ms(block, watch: float) -> float:
     return 0.0 if away is None else (away - watch - SWITCH_MS) / block.reps
 
 
-def watched_ms(side, reference) -> list[float]:
-    """Per block of `side`, the work another context ran through its host windows per call, past the jitter.
+def watch_counted_ms(block, watch: float) -> float:
+    """What a block's watch saw another context take per call beyond the reference's watch, a switch and the jitter.
 
     Work the candidate left on the device there is its calls' work, which its own timer never saw: it counts into
-    their times (block_times), as work on other streams does (side_stream_counted), and not only into the parent's
-    figure, below which a timer may claim up to the allowance. Zeros for the reference, whose blocks are the scale.
+    their times (block_times), as work on other streams does (side_stream_counted), and into the parent's figure
+    (block_ms), below which a timer may claim up to the allowance.
     """
-    if side is reference:
-        return [0.0] * len(side.blocks)
-    watch = watch_ms(reference)
-    return [max(0.0, watch_excess_ms(b, watch) - WATCH_JITTER_MS / b.reps) for b in side.blocks]
+    return max(0.0, watch_excess_ms(block, watch) - WATCH_JITTER_MS / block.reps)
 
 
 def pinned_share(honest_reps: Callable[[float], int], retained: int) -> Callable[[float], float]:
@@ -237,7 +234,7 @@ def block_ms(block, reference, harness: float, seal: float, pin: float, watch: f
     if block.picked:
         left = pin_excess_ms(block, reference, pin, share(calls))
         left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
-        left = max(left, watch_excess_ms(block, watch) - WATCH_JITTER_MS / block.reps)
+        left = max(left, watch_counted_ms(block, watch))
     return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
 
@@ -250,7 +247,7 @@ def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: fl
 def block_times(side, counted: list[float] | None = None) -> list[list[float]]:
     """A side's own times, block by block (they are joined block after block), each raised by `counted[b]`.
 
-    `counted`: the work per call of each block that its timer did not see and the parent counts (watched_ms).
+    `counted`: the work per call of each block that its timer did not see and the parent counts (Verdict.counted).
     """
     times, at, out = side.facts["times_ms"], 0, []
     for b, block in enumerate(side.blocks):
@@ -285,6 +282,9 @@ class Verdict:
     # What the watch of the side's blocks saw another context take per call beyond it and a switch, the median over its
     # blocks (watch_excess_ms); None where none was watched.
     watch_excess_ms: float | None = None
+    # Per block, the work its timer did not see that counts into its times (watch_counted_ms); None for the reference
+    # and off the GPU. The claim holds it, and so must the runtime the verdict reports (judge/verdicts.py).
+    counted: list[float] | None = None
 
     @property
     def disputed(self) -> bool:
@@ -313,7 +313,8 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
-    reported = reported_ms(side, watched_ms(side, reference) if device == "cuda" else None)
+    counted = None if side is reference or device != "cuda" else [watch_counted_ms(b, watch) for b in side.blocks]
+    reported = reported_ms(side, counted)
     side_ms = side.side_stream_ms if side is reference else side_stream_counted(
         side.side_stream_ms, reference.side_stream_ms, reported)  # fmt: skip
     claimed = reported + side_ms
@@ -324,4 +325,4 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     watched = [watch_excess_ms(b, watch) for b in side.blocks if _watched(b) is not None]
     return Verdict(parent, claimed, slack_ms(parent, harness, reps, device), blocks, harness, seal, excess, pin, left,
                    statistics.median(opens) if opens else None, watch,
-                   statistics.median(watched) if watched else None)  # fmt: skip
+                   statistics.median(watched) if watched else None, counted)  # fmt: skip

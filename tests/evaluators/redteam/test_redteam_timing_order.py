@@ -581,7 +581,7 @@ def test_work_left_through_the_host_windows_counts_as_the_calls(tmp_path, cuda_l
     and the pin's opens), where the device idles in the reference's own blocks. Seen only where it delayed the pin,
     and then only in the parent's figure, below which a timer may claim the allowance, 0.18 of this 0.2 ms call's
     work read 1.22x with no flag (a red team read 1.07-2.5x by where the work is queued and the call's length). The
-    reference's watch over the windows sees it, and it counts into the calls' times (judge/wall.watched_ms)."""
+    reference's watch over the windows sees it, and it counts into the calls' times (judge/wall.watch_counted_ms)."""
     device.open_s = wall.OPEN_MS * 1e-3
     candidate = leaver(device, "candidate", CALL_MS, HARNESS_MS, share=0.82)
     reference = Worker(device, "reference", CALL_MS, HARNESS_MS, pin_ms=0.05)
