@@ -44,7 +44,7 @@ class Watch:
 
     def __init__(self, kernel: ptx_kernel.Kernel, words: torch.Tensor, device_pointer: int):
         self._kernel = kernel
-        self._words = words  # [the flag, the gaps' total, their count, the longest, the span] (ns)
+        self._words = words  # [the flag, the gaps' total, their count, the span] (ns)
         self._flag = ctypes.c_uint32.from_address(words.data_ptr())
         self._args = [ctypes.c_uint64(device_pointer), ctypes.c_uint32(0), ctypes.c_uint64(CAP_NS),
                       ctypes.c_uint64(GAP_NS), ctypes.c_uint64(device_pointer + 8)]  # fmt: skip
@@ -67,7 +67,7 @@ class Watch:
         self._stream.synchronize()  # this stream alone: a device-wide synchronize would wait for nothing more
         host_ms = (_CLOCK() - self._started) * 1e3
         self._started = None
-        total, count, _longest, span = (int(v) for v in self._words[1:].tolist())
+        total, count, span = (int(v) for v in self._words[1:].tolist())
         ran_ms = (span - total) / 1e6
         return {"away_ms": max(0.0, host_ms - ran_ms), "gaps_ms": total / 1e6, "gaps": count, "watched_ms": host_ms}
 
@@ -93,5 +93,5 @@ def load() -> Watch | None:
     """
     if not torch.cuda.is_available():
         return None
-    loaded = ptx_kernel.load_mapped(PTX, "watch", lambda: torch.zeros(5, dtype=torch.int64, pin_memory=True))
+    loaded = ptx_kernel.load_mapped(PTX, "watch", lambda: torch.zeros(4, dtype=torch.int64, pin_memory=True))
     return None if loaded is None else Watch(*loaded)
