@@ -5,9 +5,9 @@
 Each PROBLEM is judged once (a KernelBench file against its own reference, unless --candidate names a candidate for
 all of them). For each timed shape it prints the reference's calibration (its ping, its command with no repetition,
 the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
-block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, in ms),
-the parent's figure per block of the candidate, and the verdict's figures. It watches judge/wall.judge_timing from
-outside; nothing is changed.
+block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, and each
+repetition's time and host issue time, in ms), the parent's figure per block of the candidate, and the verdict's
+figures. It watches judge/wall.judge_timing from outside; nothing is changed.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def watched(side, reference, honest_reps, device):
                 print(f"  {name} first {b.first:3d} reps {b.reps:2d} span {b.seconds * 1e3:7.3f} own mean "
                       f"{sum(times) / len(times):7.3f} seal {b.seal_s * 1e3:6.3f} pin {b.pin_s * 1e3:6.3f} picked "
                       f"{b.picked} {b.pin}")  # fmt: skip
+                issued = timing.facts.get("issue_ms", [])[b.first : b.first + b.reps]
+                print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]}")
         print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
         print(f"  parent {verdict.parent_ms:.4f}, claimed {verdict.claimed_ms:.4f}, slack {verdict.slack_ms:.4f}, "
               f"pin beyond {verdict.pin_excess_ms:.4f} ms a call")  # fmt: skip

@@ -94,6 +94,12 @@ def shape_band(reference: list[list[float]], candidate: list[list[float]], speed
     return band(scaled), scaled
 
 
+def half_width(reference: list[list[float]], candidate: list[list[float]]) -> float | None:
+    """How far a shape's own band reaches from its point, as a share (the wider side); None where none is drawn."""
+    drawn, _ = shape_band(reference, candidate, 1.0)
+    return None if drawn is None else max(1 / drawn[0] - 1, drawn[1] - 1)
+
+
 # Two processes timing the same code differ by more than either's blocks show (docs/BENCHMARKS_HISTORY.md). On
 # KernelBench's levels 1 and 2, each reference judged as its own candidate on an H200 once neither side's timing memory
 # went back to the driver next to the other's block: of 180 shapes whose own band was under 0.5 %, 90 % read within

@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from evaluators.judge import quiet_reads
+from evaluators.judge import bands, quiet_reads
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.toolchain import device_kind
 from evaluators.worker.device_lock import device_key, device_lock, host_lock
@@ -64,6 +64,12 @@ REHEARSAL_REPS = 5
 # 2.5-5.3 % wide on one side that way (docs/BENCHMARKS_HISTORY.md).
 TIMING_BLOCKS = 16
 BLOCK_REPS = 5
+# A shape whose own band (judge/bands.py) still reaches more than WIDE_BAND from its figure after its blocks is given as
+# many blocks again, up to TIMING_BLOCKS a side. Of levels 1 and 2 on two H200s (adaf0fb), 13 of 193 shapes of fewer
+# than 16 blocks were wider than this, and with the two processes' floor on top they were 11 of the 12 rows over 2 %:
+# most had one block of four to seven read 3-88 % slow on one side, the rest a spread of 5 % between calls. In a probe
+# of level1/59 the slow repetitions were issued slowly by the host too (bench/probes/block_figures.py).
+WIDE_BAND = 0.01
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # The reference's command with no repetition, and its ping, are each read this many times after its last block.
 CALIBRATION_READINGS = 3
@@ -216,6 +222,19 @@ def split(reps: int, blocks: int) -> list[tuple[int, int]]:
     return [(bounds[b], bounds[b + 1] - bounds[b]) for b in range(blocks)]
 
 
+def block_times(side, counted: list[float] | None = None) -> list[list[float]]:
+    """A side's own times, block by block (they are joined block after block), each raised by `counted[b]`.
+
+    `counted`: the work per call of each block that its timer did not see and the parent counts (wall.Verdict.counted).
+    """
+    times, at, out = side.facts["times_ms"], 0, []
+    for b, block in enumerate(side.blocks):
+        extra = counted[b] if counted else 0.0
+        out.append([t + extra for t in times[at : at + block.reps]])
+        at += block.reps
+    return out
+
+
 class Side:
     """One process's timing of one shape: its warm-up, its plan, its blocks and the replies joined."""
 
@@ -321,6 +340,33 @@ class Side:
             probe = self.call({"cmd": "probe", "shape": self.shape, "seed": secrets.randbits(30)}, "probe")
             timing.side_stream_ms = probe.meta.get("side_stream_ms")
         return timing
+
+
+def more_runs(reference: Side, candidate: Side, runs: list, device: str) -> list:
+    """Blocks to run after `runs` where the shape's own band is over WIDE_BAND wide: as many again, to TIMING_BLOCKS.
+
+    None off the GPU (a block there is one repetition) or once TIMING_BLOCKS ran. Whether to go on is read from the
+    band's width alone, never from where its figure lies, so going on moves no figure one way; the median of more
+    blocks sets a slow one aside. The new blocks are the first ones' sizes again, their repetitions numbered on.
+    """
+    room = TIMING_BLOCKS - len(runs)
+    if device_kind(device) != "cuda" or room <= 0:
+        return []
+    times = [side.timing.facts.get("times_ms") for side in (reference, candidate)]
+    ran = [sum(block.reps for block in side.timing.blocks) for side in (reference, candidate)]
+    # The candidate's times are its claim: a malformed one is judged so once its timing ends, not read here.
+    if any(not (isinstance(t, list) and len(t) == n and all(is_duration(x) and x > 0 for x in t))
+           for t, n in zip(times, ran, strict=True)):  # fmt: skip
+        return []
+    reach = bands.half_width(block_times(reference.timing), block_times(candidate.timing))
+    if reach is None or reach <= WIDE_BAND:
+        return []
+    added = []
+    for (_, ours), (_, theirs) in runs[:room]:
+        added.append(((reference.timing.reps, ours), (candidate.timing.reps, theirs)))
+        reference.timing.reps += ours
+        candidate.timing.reps += theirs
+    return added
 
 
 def _guard_s(stopper) -> float:
@@ -508,13 +554,17 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             if pinning:
                 reference.pin, candidate.pin, candidate.watch = _pins(reference_call, where, shape, blocks, post)
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
-            for b, (ours, theirs) in enumerate(runs):
+            b = 0
+            while b < len(runs):
                 nonce = secrets.randbits(30)  # drawn now: no process knew it before its block
                 # Turns in the order ABBA: a steady drift (clocks ramping) favours neither side.
-                turns = [(reference, ours), (candidate, theirs)]
+                turns = [(reference, runs[b][0]), (candidate, runs[b][1])]
                 for side, run in turns if b % 2 == 0 else turns[::-1]:
                     side.block(*run, nonce=nonce)
-                _check_block(reference_call, where, candidate, layout, blocks, b == blocks - 1, options.strict)
+                if b == len(runs) - 1:
+                    runs += more_runs(reference, candidate, runs, device)
+                _check_block(reference_call, where, candidate, layout, blocks, b == len(runs) - 1, options.strict)
+                b += 1
             reference_timing = reference.finish(reference=True)
         else:
             # One side's timing sets at a time: the reference's go back to the driver before the candidate's come.

@@ -29,7 +29,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluators.judge.timing_plan import Span, block_count, checked_per_block
+from evaluators.judge.timing_plan import Span, block_count, block_times, checked_per_block
 
 # How far an honest candidate's timer may sit below the parent's figure: a share of the call, a share of the
 # harness work per repetition (the flush and input draws vary from one run to the next), and a fixed jitter of
@@ -242,19 +242,6 @@ def side_stream_counted(candidate_ms: float, reference_ms: float, runtime_ms: fl
     """Milliseconds per call of the candidate's work on other streams, counted into its runtime (0 within noise)."""
     excess = candidate_ms - reference_ms
     return excess if excess > max(SIDE_NOISE_MS, SIDE_NOISE_SHARE * runtime_ms) else 0.0
-
-
-def block_times(side, counted: list[float] | None = None) -> list[list[float]]:
-    """A side's own times, block by block (they are joined block after block), each raised by `counted[b]`.
-
-    `counted`: the work per call of each block that its timer did not see and the parent counts (Verdict.counted).
-    """
-    times, at, out = side.facts["times_ms"], 0, []
-    for b, block in enumerate(side.blocks):
-        extra = counted[b] if counted else 0.0
-        out.append([t + extra for t in times[at : at + block.reps]])
-        at += block.reps
-    return out
 
 
 def reported_ms(side, counted: list[float] | None = None) -> float:

@@ -82,3 +82,12 @@ def test_a_band_is_never_narrower_than_what_two_processes_differ_by():
     (_, second) = bands.with_process_floor(draws, 0.995, floor)[1], bands.with_process_floor(draws, 0.995, floor)[1]
     low, high = bands.geomean_band([floored, second])
     assert not bands.significant(low, high)
+
+
+def test_the_half_width_is_the_wider_side_of_a_shapes_own_band():
+    steady = [[1.0] * 5 for _ in range(4)]
+    slow_first = [[1.5] * 5] + [[1.0] * 5 for _ in range(3)]
+    assert bands.half_width(steady, steady) == pytest.approx(0.0)
+    assert bands.half_width(slow_first, steady) > 0.1  # one slow block of four reaches the band's top
+    assert bands.half_width(steady, slow_first) > 0.1  # and its bottom, read the other way
+    assert bands.half_width(steady[:1], steady[:1]) is None

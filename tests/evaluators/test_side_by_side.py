@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from evaluators import EvalOptions
-from evaluators.judge import timing_plan, verdicts
+from evaluators.judge import bands, timing_plan, verdicts
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.timing_plan import (
     CALIBRATION_READINGS,
@@ -655,3 +655,84 @@ def test_a_candidate_given_few_blocks_has_no_fewer_outputs_checked(tmp_path, cud
     checks = [c for _, c in log if c["cmd"] == "check_reps"]
     assert [len(c["reps"]) for c in checks] == [5] * 4
     assert timing_plan.checked_per_block(2) == 16 and timing_plan.checked_per_block(64) == timing_plan.CHECKED_PER_BLOCK
+
+
+HONEST = object()  # Jolted's claims: its times as measured
+
+
+class Jolted(Process):
+    """A process of `call_s` calls whose held blocks numbered in `slow` (0: its first) read `by` slower, span and times;
+    `claims` replaces the times it reports (a candidate's malformed claim)."""
+
+    def __init__(self, name: str, log: list, call_s: float, slow=(), by: float = 0.5, claims=HONEST):
+        super().__init__(name, log, call_s)
+        self.slow, self.by, self.claims, self.held = set(slow), by, claims, 0
+
+    def __call__(self, command: dict, event: str) -> Reply:
+        reply = super().__call__(command, event)
+        if command["cmd"] == "time" and command["hold"] and command["reps"]:
+            if self.held in self.slow:
+                reply.meta["times_ms"] = [t * (1 + self.by) for t in reply.meta["times_ms"]]
+                reply.span += command["reps"] * self.call_s * self.by
+            if self.claims is not HONEST:
+                reply.meta["times_ms"] = [self.claims] * command["reps"]
+            self.held += 1
+        return reply
+
+
+def _long_calls(tmp_path, reference: Process, candidate: Process, device: str = "cuda"):
+    """A 10 ms call: do_bench's budget gives it 20 repetitions, four blocks of five a side on a GPU."""
+    log = []
+    layout = {"side_by_side": True, "timing_sets": 2, "retained": 32, "retained_on_device": True}
+    reference.log = candidate.log = log
+    options = EvalOptions(cache_dir=tmp_path)
+    timings = timed_side_by_side(reference, candidate, device, options, {"sizes": []}, lambda: layout, log)
+    return timings, log
+
+
+def test_a_steady_shape_of_few_blocks_gets_no_more(tmp_path, cuda_lock):
+    (reference, candidate), log = _long_calls(tmp_path, Jolted("reference", [], 1e-2), Jolted("candidate", [], 1e-2))
+    assert reference.reps == candidate.reps == 20 and len(reference.blocks) == len(candidate.blocks) == 4
+
+
+def test_a_shape_left_wide_by_one_slow_block_gets_as_many_blocks_again(tmp_path, cuda_lock):
+    """The reference's first block of four 50 % slow: its own band reaches past WIDE_BAND, so both sides run four more,
+    numbered on, each on a nonce of its own, in the same turns, each of the candidate's checked and only the last
+    one last; the median of eight sets the slow block aside."""
+    slow = Jolted("reference", [], 1e-2, slow={0})
+    (reference, candidate), log = _long_calls(tmp_path, slow, Jolted("candidate", [], 1e-2))
+    assert reference.reps == candidate.reps == 40
+    for side, timing in (("reference", reference), ("candidate", candidate)):
+        assert [(c["first"], c["reps"]) for c in _blocks(log, side)] == [(5 * b, 5) for b in range(8)]
+        assert len(timing.facts["times_ms"]) == timing.span.reps == 40 and timing.span.commands == 8
+    assert [name for name, _ in _timed_blocks(log)] == ["reference", "candidate", "candidate", "reference"] * 4
+    assert len({b.nonce for b in candidate.blocks}) == 8
+    checks = [c for _, c in log if c["cmd"] == "check_reps"]
+    assert [c["blocks"][0][:2] for c in checks] == [[b.first, b.reps] for b in candidate.blocks]
+    assert [c["last"] for c in checks] == [False] * 7 + [True]
+    last_block = log.index(("candidate", _blocks(log, "candidate")[-1]))
+    assert min(i for i, (_, c) in enumerate(log) if c["cmd"] == "probe") > last_block
+    assert bands.half_width(timing_plan.block_times(reference), timing_plan.block_times(candidate)) < 0.01
+
+
+def test_more_blocks_stop_at_timing_blocks_a_side(tmp_path, cuda_lock):
+    """A reference slow in every other block stays wide: its blocks go 4, 8, 16, and no further."""
+    noisy = Jolted("reference", [], 1e-2, slow=set(range(0, 64, 2)))
+    (reference, candidate), _ = _long_calls(tmp_path, noisy, Jolted("candidate", [], 1e-2))
+    assert len(reference.blocks) == len(candidate.blocks) == TIMING_BLOCKS and reference.reps == 80
+
+
+@pytest.mark.parametrize("claims", ["fast", 0, -1.0, None])
+def test_a_malformed_claim_gets_no_more_blocks_and_breaks_nothing(tmp_path, cuda_lock, claims):
+    """The candidate's times are its claim: read for the band's width only where each is a positive duration."""
+    reference = Jolted("reference", [], 1e-2, slow={0})
+    candidate = Jolted("candidate", [], 1e-2, claims=claims)
+    (reference, candidate), _ = _long_calls(tmp_path, reference, candidate)
+    assert len(reference.blocks) == len(candidate.blocks) == 4
+
+
+def test_the_cpu_gets_no_more_blocks(tmp_path):
+    """Under the interpreter each block is one repetition, three a side, however far apart they read."""
+    (reference, candidate), _ = _long_calls(tmp_path, Jolted("reference", [], 1e-2, slow={0}),
+                                            Jolted("candidate", [], 1e-2), device="cpu")  # fmt: skip
+    assert len(reference.blocks) == len(candidate.blocks) == 3
