@@ -216,6 +216,13 @@ def is_duration(value) -> bool:
     return type(value) in (int, float) and 0 <= value <= LONGEST_MS
 
 
+def issue_median(issued, reps: int) -> float | None:
+    """The median of a timing's host issue times (ms), or None where the reply did not give one per repetition."""
+    if not (isinstance(issued, list) and len(issued) == reps and reps and all(map(is_duration, issued))):
+        return None
+    return statistics.median(issued)
+
+
 def split(reps: int, blocks: int) -> list[tuple[int, int]]:
     """(first repetition, count) of each block: `reps` in `blocks` nearly equal runs."""
     bounds = [reps * b // blocks for b in range(blocks + 1)]
@@ -345,18 +352,24 @@ class Side:
 def more_runs(reference: Side, candidate: Side, runs: list, device: str) -> list:
     """Blocks to run after `runs` where the shape's own band is over WIDE_BAND wide: as many again, to TIMING_BLOCKS.
 
-    None off the GPU (a block there is one repetition) or once TIMING_BLOCKS ran. Whether to go on is read from the
-    band's width alone, never from where its figure lies, so going on moves no figure one way; the median of more
-    blocks sets a slow one aside. The new blocks are the first ones' sizes again, their repetitions numbered on.
+    None off the GPU (a block there is one repetition), once TIMING_BLOCKS ran, or for a host-bound call. Whether to
+    go on is read from the band's width alone, never from where its figure lies, so going on moves no figure one way;
+    the median of more blocks sets a slow one aside. The new blocks are the first ones' sizes again, numbered on.
     """
     room = TIMING_BLOCKS - len(runs)
     if device_kind(device) != "cuda" or room <= 0:
         return []
-    times = [side.timing.facts.get("times_ms") for side in (reference, candidate)]
-    ran = [sum(block.reps for block in side.timing.blocks) for side in (reference, candidate)]
+    sides = (reference.timing, candidate.timing)
+    ran = [sum(block.reps for block in timing.blocks) for timing in sides]
+    times = [timing.facts.get("times_ms") for timing in sides]
     # The candidate's times are its claim: a malformed one is judged so once its timing ends, not read here.
     if any(not (isinstance(t, list) and len(t) == n and all(is_duration(x) and x > 0 for x in t))
            for t, n in zip(times, ran, strict=True)):  # fmt: skip
+        return []
+    # A call issued slower than it runs is banded by the two processes' host speeds (bands.across_processes), which
+    # more blocks do not narrow: level 3's RNNs, given more, ran four times their timing on one H200.
+    issued = [issue_median(timing.facts.get("issue_ms"), n) for timing, n in zip(sides, ran, strict=True)]
+    if any(i is not None and i > statistics.median(t) for i, t in zip(issued, times, strict=True)):
         return []
     reach = bands.half_width(block_times(reference.timing), block_times(candidate.timing))
     if reach is None or reach <= WIDE_BAND:

@@ -10,7 +10,7 @@ from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult, WallCheck
 from evaluators.judge.roofline import device_peaks, roofline_report
-from evaluators.judge.timing_plan import is_duration
+from evaluators.judge.timing_plan import is_duration, issue_median
 from evaluators.judge.toolchain import device_kind
 from kernels.problem_types import Shape
 
@@ -254,13 +254,6 @@ def band_series(side, clock: wall.Verdict) -> list[list[float]]:
     """
     series = [[figure] for figure in clock.blocks_ms] if clock.disputed else wall.block_times(side, clock.counted)
     return [[max(t, RESOLUTION_MS) for t in block] for block in series]
-
-
-def issue_median(issued, reps: int) -> float | None:
-    """The median of a timing's host issue times (ms), or None where the reply did not give one per repetition."""
-    if not (isinstance(issued, list) and len(issued) == reps and reps and all(map(is_duration, issued))):
-        return None
-    return statistics.median(issued)
 
 
 def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why: str, details: str) -> None:

@@ -664,8 +664,9 @@ class Jolted(Process):
     """A process of `call_s` calls whose held blocks numbered in `slow` (0: its first) read `by` slower, span and times;
     `claims` replaces the times it reports (a candidate's malformed claim)."""
 
-    def __init__(self, name: str, log: list, call_s: float, slow=(), by: float = 0.5, claims=HONEST):
-        super().__init__(name, log, call_s)
+    def __init__(self, name: str, log: list, call_s: float, slow=(), by: float = 0.5, claims=HONEST,
+                 issue_ms: float = 0.02):  # fmt: skip
+        super().__init__(name, log, call_s, issue_ms)
         self.slow, self.by, self.claims, self.held = set(slow), by, claims, 0
 
     def __call__(self, command: dict, event: str) -> Reply:
@@ -728,6 +729,13 @@ def test_a_malformed_claim_gets_no_more_blocks_and_breaks_nothing(tmp_path, cuda
     reference = Jolted("reference", [], 1e-2, slow={0})
     candidate = Jolted("candidate", [], 1e-2, claims=claims)
     (reference, candidate), _ = _long_calls(tmp_path, reference, candidate)
+    assert len(reference.blocks) == len(candidate.blocks) == 4
+
+
+def test_a_host_bound_shape_gets_no_more_blocks(tmp_path, cuda_lock):
+    """Issued slower than it runs, a call is banded by the two processes' host speeds: more blocks narrow nothing."""
+    reference = Jolted("reference", [], 1e-2, slow={0}, issue_ms=12.0)
+    (reference, candidate), _ = _long_calls(tmp_path, reference, Jolted("candidate", [], 1e-2))
     assert len(reference.blocks) == len(candidate.blocks) == 4
 
 
