@@ -64,12 +64,13 @@ REHEARSAL_REPS = 5
 # 2.5-5.3 % wide on one side that way (docs/BENCHMARKS_HISTORY.md).
 TIMING_BLOCKS = 16
 BLOCK_REPS = 5
-# A shape whose own band (judge/bands.py) still reaches more than WIDE_BAND from its figure after its blocks is given as
-# many blocks again, up to TIMING_BLOCKS a side. Of levels 1 and 2 on two H200s (adaf0fb), 13 of 193 shapes of fewer
-# than 16 blocks were wider than this, and with the two processes' floor on top they were 11 of the 12 rows over 2 %:
-# most had one block of four to seven read 3-88 % slow on one side, the rest a spread of 5 % between calls. In a probe
-# of level1/59 the slow repetitions were issued slowly by the host too (bench/probes/block_figures.py).
-WIDE_BAND = 0.01
+# A shape whose reference's own figure still reaches more than WIDE_BAND in its bootstrap (judge/bands.py, reach) after
+# its blocks is given as many blocks again, up to TIMING_BLOCKS a side. Of levels 1 and 2 on two H200s (adaf0fb), 13 of
+# 193 shapes of fewer than 16 blocks had a band over 1 % wide, and with the two processes' floor on top they were 11
+# of the 12 rows over 2 %: eight had one block of four to seven read 3-88 % slow, the reference's each time, the rest
+# a spread of 5 % between calls on both sides. Read from the reference's blocks alone, which the candidate neither
+# times nor claims; where both sides spread alike the pair's band is about √2 times one side's, so the bar is 1 % / √2.
+WIDE_BAND = 0.007
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
 # The reference's command with no repetition, and its ping, are each read this many times after its last block.
 CALIBRATION_READINGS = 3
@@ -350,28 +351,27 @@ class Side:
 
 
 def more_runs(reference: Side, candidate: Side, runs: list, device: str) -> list:
-    """Blocks to run after `runs` where the shape's own band is over WIDE_BAND wide: as many again, to TIMING_BLOCKS.
+    """Blocks to run after `runs` where the reference's figure reaches past WIDE_BAND: as many again, to TIMING_BLOCKS.
 
-    None off the GPU (a block there is one repetition), once TIMING_BLOCKS ran, or for a host-bound call. Whether to
-    go on is read from the band's width alone, never from where its figure lies, so going on moves no figure one way;
-    the median of more blocks sets a slow one aside. The new blocks are the first ones' sizes again, numbered on.
+    None off the GPU (a block there is one repetition), once TIMING_BLOCKS ran, or for a host-bound call. Read from the
+    reference's blocks alone: the candidate's times are its claims, and a candidate that could veto more blocks once it
+    had seen the reference's slow ones (its host clock sees the reference's turns) kept them in its baseline, 1.5x
+    and significant on a call as fast as the reference's (a red team in simulation,
+    tests/evaluators/redteam/test_redteam_more_blocks.py). Whether to go on is read from the band's width alone,
+    never from where its figure lies; the median of more blocks sets a slow one aside. The new blocks are the first
+    ones' sizes again, numbered on.
     """
     room = TIMING_BLOCKS - len(runs)
     if device_kind(device) != "cuda" or room <= 0:
         return []
-    sides = (reference.timing, candidate.timing)
-    ran = [sum(block.reps for block in timing.blocks) for timing in sides]
-    times = [timing.facts.get("times_ms") for timing in sides]
-    # The candidate's times are its claim: a malformed one is judged so once its timing ends, not read here.
-    if any(not (isinstance(t, list) and len(t) == n and all(is_duration(x) and x > 0 for x in t))
-           for t, n in zip(times, ran, strict=True)):  # fmt: skip
-        return []
+    timing = reference.timing
+    times = timing.facts.get("times_ms")
     # A call issued slower than it runs is banded by the two processes' host speeds (bands.across_processes), which
     # more blocks do not narrow: level 3's RNNs, given more, ran four times their timing on one H200.
-    issued = [issue_median(timing.facts.get("issue_ms"), n) for timing, n in zip(sides, ran, strict=True)]
-    if any(i is not None and i > statistics.median(t) for i, t in zip(issued, times, strict=True)):
+    issued = issue_median(timing.facts.get("issue_ms"), len(times))
+    if issued is not None and issued > statistics.median(times):
         return []
-    reach = bands.half_width(block_times(reference.timing), block_times(candidate.timing))
+    reach = bands.reach(block_times(timing))
     if reach is None or reach <= WIDE_BAND:
         return []
     added = []

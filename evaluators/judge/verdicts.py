@@ -6,6 +6,7 @@ import math
 import statistics
 
 from evaluators.judge import bands, timing_plan, wall
+from evaluators.judge.bands import RESOLUTION_MS
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.process import WorkerFailure
 from evaluators.judge.result import EvalResult, ShapeResult, WallCheck
@@ -223,11 +224,6 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         roof = roofline_report(work, dtype, runtime, peaks, options.peak_tflops, options.peak_gbps)
         shape_result.roofline, shape_result.roofline_fraction = roof, roof.fraction
     return True
-
-
-# No call is reported faster than this (CUDA events resolve about half a microsecond): a forged or empty time of 0
-# still gives a finite speedup, and the roofline a finite rate.
-RESOLUTION_MS = 1e-3
 
 
 def floor_ms(clock: wall.Verdict) -> float:

@@ -84,10 +84,11 @@ def test_a_band_is_never_narrower_than_what_two_processes_differ_by():
     assert not bands.significant(low, high)
 
 
-def test_the_half_width_is_the_wider_side_of_a_shapes_own_band():
+def test_a_sides_reach_is_the_wider_side_of_its_own_bootstrap():
     steady = [[1.0] * 5 for _ in range(4)]
     slow_first = [[1.5] * 5] + [[1.0] * 5 for _ in range(3)]
-    assert bands.half_width(steady, steady) == pytest.approx(0.0)
-    assert bands.half_width(slow_first, steady) > 0.1  # one slow block of four reaches the band's top
-    assert bands.half_width(steady, slow_first) > 0.1  # and its bottom, read the other way
-    assert bands.half_width(steady[:1], steady[:1]) is None
+    assert bands.reach(steady) == pytest.approx(0.0)
+    assert bands.reach(slow_first) > 0.1  # one slow block of four reaches far
+    assert bands.reach(slow_first + [[1.0] * 5 for _ in range(4)]) < 0.007  # one of eight is set aside
+    assert bands.reach(steady[:1]) is None
+    assert bands.reach([[0.0] * 5, [1e-310] * 5, [0.0] * 5]) == pytest.approx(0.0)  # taken as the resolution at least

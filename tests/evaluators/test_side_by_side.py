@@ -697,7 +697,7 @@ def test_a_steady_shape_of_few_blocks_gets_no_more(tmp_path, cuda_lock):
 
 
 def test_a_shape_left_wide_by_one_slow_block_gets_as_many_blocks_again(tmp_path, cuda_lock):
-    """The reference's first block of four 50 % slow: its own band reaches past WIDE_BAND, so both sides run four more,
+    """The reference's first block of four 50 % slow: its figure reaches past WIDE_BAND, so both sides run four more,
     numbered on, each on a nonce of its own, in the same turns, each of the candidate's checked and only the last
     one last; the median of eight sets the slow block aside."""
     slow = Jolted("reference", [], 1e-2, slow={0})
@@ -713,7 +713,7 @@ def test_a_shape_left_wide_by_one_slow_block_gets_as_many_blocks_again(tmp_path,
     assert [c["last"] for c in checks] == [False] * 7 + [True]
     last_block = log.index(("candidate", _blocks(log, "candidate")[-1]))
     assert min(i for i, (_, c) in enumerate(log) if c["cmd"] == "probe") > last_block
-    assert bands.half_width(timing_plan.block_times(reference), timing_plan.block_times(candidate)) < 0.01
+    assert bands.reach(timing_plan.block_times(reference)) < timing_plan.WIDE_BAND
 
 
 def test_more_blocks_stop_at_timing_blocks_a_side(tmp_path, cuda_lock):
@@ -723,13 +723,16 @@ def test_more_blocks_stop_at_timing_blocks_a_side(tmp_path, cuda_lock):
     assert len(reference.blocks) == len(candidate.blocks) == TIMING_BLOCKS and reference.reps == 80
 
 
-@pytest.mark.parametrize("claims", ["fast", 0, -1.0, None])
-def test_a_malformed_claim_gets_no_more_blocks_and_breaks_nothing(tmp_path, cuda_lock, claims):
-    """The candidate's times are its claim: read for the band's width only where each is a positive duration."""
-    reference = Jolted("reference", [], 1e-2, slow={0})
-    candidate = Jolted("candidate", [], 1e-2, claims=claims)
-    (reference, candidate), _ = _long_calls(tmp_path, reference, candidate)
-    assert len(reference.blocks) == len(candidate.blocks) == 4
+@pytest.mark.parametrize("claims", ["fast", 0, -1.0, None, 1e-310])
+def test_the_candidates_claims_decide_nothing_of_more_blocks(tmp_path, cuda_lock, claims):
+    """Read from the reference's blocks alone: whatever the candidate claims, a slow reference block gets as many again
+    (a candidate that could veto them kept the reference's slow blocks: tests/evaluators/redteam/
+    test_redteam_more_blocks.py), and a steady reference none."""
+    for slow, blocks in (({0}, 8), (set(), 4)):
+        reference = Jolted("reference", [], 1e-2, slow=slow)
+        candidate = Jolted("candidate", [], 1e-2, claims=claims, slow={0, 2})
+        (reference, candidate), _ = _long_calls(tmp_path, reference, candidate)
+        assert len(reference.blocks) == len(candidate.blocks) == blocks
 
 
 def test_a_host_bound_shape_gets_no_more_blocks(tmp_path, cuda_lock):
