@@ -211,7 +211,7 @@ def pin_excess_ms(block, reference, pin: float, honest_share: float) -> float:
     return (took - len(block.picked) * pin) / block.reps
 
 
-def block_ms(block, reference, harness: float, seal: float, pin: float, watch: float,
+def block_ms(block, reference, harness: float, seal: float, pin: float, watched: float,
              share: Callable[[float], float]) -> float:  # fmt: skip
     """The parent's figure per call for one block of a side other than the reference itself (judge_timing).
 
@@ -219,8 +219,8 @@ def block_ms(block, reference, harness: float, seal: float, pin: float, watch: f
     the seal's noise, is work moved out of the calls and counts as theirs. So is work left running on the device
     through the block's host windows: what the reference's pin, right behind the seal, takes beyond its pin of its own
     outputs (its reads share the device with that work), or what the reference's watch over the windows saw another
-    context take (watch_excess_ms), whichever is more: the watch spans the pin, so the two see the same work there.
-    `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
+    context take, `watched` (watch_counted_ms), whichever is more: the watch spans the pin, so the two see the same
+    work there. `share(ms)`: the share of its repetitions a call of `ms` honestly has pinned (pinned_share).
 
     The block's command begins with the device's switch from the reference's context (its drain ran last) to the
     candidate's, which the reference's own blocks, after their own drain, never pay: SWITCH_MS is credited once a block.
@@ -234,7 +234,7 @@ def block_ms(block, reference, harness: float, seal: float, pin: float, watch: f
     if block.picked:
         left = pin_excess_ms(block, reference, pin, share(calls))
         left -= (SEAL_SLACK * len(block.picked) * pin + SEAL_JITTER_MS) / block.reps
-        left = max(left, watch_counted_ms(block, watch))
+        left = max(left, watched)
     return calls - min(beyond, CREDIT_SHARE * max(calls, 0.0)) + max(0.0, moved) + max(0.0, left)
 
 
@@ -292,15 +292,17 @@ def judge_timing(side, reference, honest_reps: Callable[[float], int], device: s
     harness, seal, pin = harness_ms(reference, device), seal_ms(reference), pin_ms(reference)
     watch = watch_ms(reference)
     if side is reference or device != "cuda":
+        counted = None
         blocks = [parent_ms(Span(counted_s(b, reference, device), b.reps), reference.fixed_s, harness)
                   for b in side.blocks]  # fmt: skip
     else:
         share = pinned_share(honest_reps, (side.layout or {}).get("retained") or side.reps)
-        blocks = [block_ms(b, reference, harness, seal, pin, watch, share) for b in side.blocks]
+        counted = [watch_counted_ms(b, watch) for b in side.blocks]
+        blocks = [block_ms(b, reference, harness, seal, pin, watched, share)
+                  for b, watched in zip(side.blocks, counted, strict=True)]  # fmt: skip
     parent = statistics.median(blocks)
     # The candidate's claim holds what its runtime counts of its side-stream reading, no more: the raw reading, a few
     # microseconds under the count's threshold, had raised the claim the parent checks without reaching the runtime.
-    counted = None if side is reference or device != "cuda" else [watch_counted_ms(b, watch) for b in side.blocks]
     reported = reported_ms(side, counted)
     side_ms = side.side_stream_ms if side is reference else side_stream_counted(
         side.side_stream_ms, reference.side_stream_ms, reported)  # fmt: skip
