@@ -150,7 +150,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
     spread = median_and_spread(timing.facts["times_ms"])[1]
     _flag_left_running(result, shape_result.name, clock.counted, runtime)
     side = wall.side_stream_counted(timing.side_stream_ms, reference.side_stream_ms, runtime)
-    if side > max(0.02, 0.05 * runtime):
+    if _past_side_stream_bar(side, runtime):
         result.flag(
             "side_stream",
             f"shape {shape_result.name}: work on other streams outlives the timed stream by "
@@ -266,13 +266,18 @@ def _fail_timed_rep(result: EvalResult, shape_result: ShapeResult, rep: int, why
 BUSY_MS = 500.0
 
 
+def _past_side_stream_bar(ms: float, runtime: float) -> bool:
+    """Whether work per call the candidate's timer did not see is enough to flag `side_stream`: 0.02 ms or 5 %."""
+    return ms > max(0.02, 0.05 * runtime)
+
+
 def _flag_left_running(result: EvalResult, shape: str, watched: list[float] | None, runtime: float) -> None:
     """Flag work the candidate left on the device through its blocks' host windows, past the side-stream bar.
 
     Counted into its times either way (wall.watch_counted_ms).
     """
     left = statistics.median(watched) if watched else 0.0
-    if left > max(0.02, 0.05 * runtime):
+    if _past_side_stream_bar(left, runtime):
         result.flag("side_stream", f"shape {shape}: work it left on the device ran {left:.3g} ms per call through its "
                                    "blocks' handoffs, after its own timer stopped (counted)")  # fmt: skip
 
