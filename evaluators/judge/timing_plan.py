@@ -65,10 +65,10 @@ REHEARSAL_REPS = 5
 TIMING_BLOCKS = 16
 BLOCK_REPS = 5
 # A shape whose reference's own figure still reaches more than WIDE_BAND in its bootstrap (judge/bands.py, reach) after
-# its blocks is given as many blocks again, up to TIMING_BLOCKS a side. Of levels 1 and 2 on two H200s (adaf0fb), 13 of
-# 193 shapes of fewer than 16 blocks had a band over 1 % wide, and with the two processes' floor on top they were 11
-# of the 12 rows over 2 %: eight had one block of four to seven read 3-88 % slow, the reference's each time, the rest
-# a spread of 5 % between calls on both sides. Read from the reference's blocks alone, which the candidate neither
+# its blocks is given as many blocks again, up to TIMING_BLOCKS a side. Of levels 1 and 2 on two H200s (adaf0fb), 12
+# rows were over 2 % wide, and in 11 of them the blocks' own band reached over 1 % before the two processes' floor
+# (bench/identity_journals.py): eight had one block of four to seven read 3-88 % slow, the reference's each time, the
+# rest a spread of 5 % between calls on both sides. Read from the reference's blocks alone, which the candidate neither
 # times nor claims; where both sides spread alike the pair's band is about √2 times one side's, so the bar is 1 % / √2.
 WIDE_BAND = 0.007
 LEAD_FACTOR, PREPARE_FACTOR, LEAD_CAP_MS = 3.0, 1.5, 2.0
