@@ -191,9 +191,9 @@ class Worker:
 
         A command may carry `then`: (a second command, its event), sent with it, whose reply is the first's `then`.
         The second is already in the pipe when the first is answered, so the parent's clock splits the two at the
-        first reply with no gap between them in which the worker's process waits for the parent. A third item, if
-        given, is called as the first reply arrives, before the second is read (the reference's watch over the
-        candidate's host windows, judge/timing_plan.py).
+        first reply with no gap between them in which the worker's process waits for the parent. A command that
+        carries `mark` is answered by an "ended" frame first, then its reply (worker/timing.py): a process that
+        leaves the mark out has broken the protocol.
 
         Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
         """
@@ -207,15 +207,28 @@ class Worker:
             self._send({"id": ids[0], "stage": stage, **{k: v for k, v in command.items() if k != "then"}})
             if then:
                 self._send({"id": ids[1], "stage": stage, **then[0]})
-            reply = self._reply(ids[0], event, stage, sent, sent)
+            since = sent
+            if command.get("mark"):
+                ended = self._reply(ids[0], "ended", stage, sent, sent)
+                if ended.event == "error":
+                    return ended
+                since = ended.received
+            reply = self._reply(ids[0], event, stage, sent, since)
+            reply.sent = sent  # its span is the whole command's, the mark's part included
             if then and reply.event != "error":
-                if len(then) > 2:
-                    then[2]()
                 second = self._reply(ids[1], then[1], stage, sent, reply.received)
                 if second.event == "error":
                     return second  # the pair's failure, as the caller reads any command's
                 reply.then = second
             return reply
+
+    @property
+    def reply_channel(self) -> dict:
+        """Where another process of the user's can open the pipe this worker replies on: this process and its read end.
+
+        The reference's watch polls it, armed before a candidate's block (worker/window_watch.py, reply_channel).
+        """
+        return {"pid": os.getpid(), "fd": self._chan_r}
 
     def post(self, command: dict, stage: str) -> None:
         """Send a command that has no reply of its own (the reference's "watch": the pin right behind it answers)."""

@@ -190,12 +190,14 @@ class ReferenceWorker:
     def _room_command(self, shape: int, settle: bool) -> dict:
         return {"cmd": "room", "shape": shape, "settle": settle}
 
-    def time_beside(self, shape: int, candidate_call, quiet, make_room, where) -> tuple[ShapeTiming, ShapeTiming]:
+    def time_beside(self, shape: int, candidate_call, quiet, make_room, where,
+                    channel=None) -> tuple[ShapeTiming, ShapeTiming]:  # fmt: skip
         """(the reference's timing, the candidate's) at `shape`, measured now in blocks taken in turn.
 
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
         context in which the candidate's processes are stopped, all through the timing but for its own commands;
-        `where(reply, count)` says where the reference opens the outputs a candidate's reply handed over. The
+        `where(reply, count)` says where the reference opens the outputs a candidate's reply handed over; `channel`,
+        where the reference can poll the candidate's reply pipe (its watch, judge/timing_plan.py). The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
         for, are measured once per shape and kept. The timing is laid out on the device's free memory read just
@@ -228,7 +230,7 @@ class ReferenceWorker:
         with self.lock:
             return time_side_by_side(
                 call, candidate_call, shape, self.device, self.options, memory, room, quiet, where,
-                compiled if self.options.compile_baseline else None, post,
+                compiled if self.options.compile_baseline else None, post, channel,
             )  # fmt: skip
 
     @property

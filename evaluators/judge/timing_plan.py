@@ -250,7 +250,7 @@ class Side:
         self.call, self.shape, self.device, self.options = call, shape, device, options
         # pin(first, reps, seal reply) -> (offsets, Reply): the reference's pin of the block's picked outputs
         self.pin = None
-        # watch(): the reference's watch over this side's host windows, begun as its block's reply arrives (_pins)
+        # watch(): the reference's watch over this side's host windows, armed before each of its blocks (_pins)
         self.watch = None
         self.memory = memory
         self.keep = keep  # the reference keeps each block's outputs for its check of the candidate's (timed_answers)
@@ -287,7 +287,7 @@ class Side:
         """
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce, "hold": hold,
-            "keep": hold and self.keep, "lead_ms": self.lead_ms,
+            "keep": hold and self.keep, "lead_ms": self.lead_ms, "mark": hold and device_kind(self.device) == "cuda",
             "timing_sets": self.memory["timing_sets"], "held_on_device": self.memory["retained_on_device"],
         }  # fmt: skip
 
@@ -313,10 +313,10 @@ class Side:
         times the two apart with no pause between them (judge/wall.py weighs the seal's span). Where outputs stay on
         the device, the reference pins the ones the check will read as soon as the seal has answered, before the
         candidate's processes are stopped (`call`'s third argument runs then; worker/pins.py). The reference's watch
-        over the candidate's host windows begins as the block's reply arrives, before the seal's (_pins).
+        over the candidate's host windows is armed before the block and begins as the block marks its end (_pins).
         """
         seal = ({"cmd": "seal", "shape": self.shape}, "sealed")
-        command = self.command(first, reps, nonce) | {"then": seal if self.watch is None else (*seal, self.watch)}
+        command = self.command(first, reps, nonce) | {"then": seal}
         pinned = []
         pin = self.pin
         reply = self.call(command, "timing", None if pin is None else lambda r: pinned.append(pin(first, reps, r.then)))
@@ -444,17 +444,21 @@ def _check_block(reference_call, where, candidate: Side, layout: dict, blocks: i
     timing.mismatch = timing.mismatch or mismatch
 
 
-def _pins(reference_call, where, shape: int, blocks: int, post=None):
+def _pins(reference_call, where, shape: int, blocks: int, post=None, channel=None):
     """(the reference's pin of its own blocks, its pin of the candidate's, the watch): Side.pin, Side.watch.
 
     Each pin picks the block's repetitions the check reads (picked) and has the reference sample them, every
     descriptor of the block read first; the reference's own pin of as many of its own outputs is what the candidate's
     is weighed against (judge/wall.py). `post(command)`, where given, sends the reference a command with no reply:
-    the watch (worker/window_watch.py), which the candidate's block begins as its reply arrives, and the reference's
-    own right before its pin; the pin ends it and says what it saw.
+    the watch (worker/window_watch.py), right before its own pin, and for the candidate's block armed on the
+    candidate's reply pipe `channel` before the block is sent: it begins as the block's first frame, the mark of its
+    end, arrives there. Begun from the parent as the reply arrived, it began a median 1.2 ms (0.55-37 ms) after the
+    parent had read the reply on an H200, and a spin of 0.5 ms queued after the block's last synchronize was seen in
+    no block (bench/probes/window_reach.py). The pin ends it and says what it saw.
     """
     command = {"cmd": "watch", "shape": shape}
     watch = None if post is None else (lambda: post(command))
+    armed = None if post is None or channel is None else (lambda: post(command | {"on": channel}))
 
     def own(first: int, reps: int, _seal) -> tuple:
         offsets = picked(reps, blocks)
@@ -471,11 +475,11 @@ def _pins(reference_call, where, shape: int, blocks: int, post=None):
                    "pid": handed["pid"], "fds": handed["fds"]}  # fmt: skip
         return offsets, reference_call(command, "pinned")
 
-    return own, theirs, watch
+    return own, theirs, armed
 
 
 def time_side_by_side(reference_call, candidate_call, shape: int, device: str, options: EvalOptions, memory: dict,
-                      room, quiet, where, compiled=None, post=None):  # fmt: skip
+                      room, quiet, where, compiled=None, post=None, channel=None):  # fmt: skip
     """(the reference's ShapeTiming, the candidate's) at one shape, their blocks in turn where memory allows.
 
     `*_call(command, event)` sends one command to that process and returns its Reply. `room()` lays the shape's
@@ -487,6 +491,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     with the host's lock held as a timing: other GPUs of this machine may time too, but no worker starts and no
     problem's kernels are first called on any of them meanwhile (worker/device_lock.py says why). `post(command)`
     sends the reference a command it does not answer (its watch, _pins); without it no block is watched.
+    `channel`: the candidate's reply pipe, where the reference can poll it (process.Worker.reply_channel); without
+    it the candidate's blocks are not watched.
     """
     waited = time.perf_counter()
     with (
@@ -524,6 +530,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 # Both sides' blocks begin on a quiet device: the reference's own memory given back is waited out,
                 # and the reference's read here is one the candidate cannot keep slow without slowing its own block.
                 drain()
+                if command["hold"] and candidate.watch is not None:
+                    candidate.watch()  # after the drain: another command would end the armed watch's wait
             stopper.resume()
             keep_trusted()
             try:
@@ -565,7 +573,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             for side in (reference, candidate):
                 held_reps(side.timing, blocks, retained)
             if pinning:
-                reference.pin, candidate.pin, candidate.watch = _pins(reference_call, where, shape, blocks, post)
+                reference.pin, candidate.pin, candidate.watch = _pins(reference_call, where, shape, blocks, post,
+                                                                      channel)  # fmt: skip
             runs = list(zip(split(reference.timing.reps, blocks), split(candidate.timing.reps, blocks), strict=True))
             b = 0
             while b < len(runs):
@@ -599,7 +608,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
             runs = split(candidate.timing.reps, block_count(candidate.timing.reps, candidate.timing.reps, device,
                                                             retained))  # fmt: skip
             if pinning:
-                _, candidate.pin, candidate.watch = _pins(reference_call, where, shape, len(runs), post)
+                _, candidate.pin, candidate.watch = _pins(reference_call, where, shape, len(runs), post, channel)
             for b, run in enumerate(runs):
                 candidate.block(*run, nonce=nonces.setdefault(b, secrets.randbits(30)))
                 # What the check draws stays in the reference's cache until the last: given back after each block, its

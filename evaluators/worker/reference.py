@@ -271,8 +271,11 @@ def serve_reference(session: Session) -> None:
             session.reply("pong", {})
             continue
         if cmd == "watch":
-            if watch is not None:
-                watch.start()
+            on = command.get("on")  # the candidate's reply pipe: armed before its block (judge/timing_plan.py)
+            channel = window_watch.reply_channel(on["pid"], on["fd"]) if watch is not None and on else None
+            # Armed on a pipe it cannot open, it would watch the whole block: the block is left unwatched instead.
+            if watch is not None and (channel is not None or not on):
+                watch.start(channel, session.replies.control.fileno())
             continue  # no reply: what it saw comes with the pin's
         shape = command["shape"]
         if cmd == "compare":

@@ -35,10 +35,20 @@ class Replies:
 
     def reply(self, event: str, meta: dict) -> None:
         """Answer the current command: an event name and JSON metadata (tensors never cross the channel)."""
+        self._frame(event, meta)
+        self._id = None
+
+    def mark(self, event: str) -> None:
+        """A frame with no metadata ahead of the current command's reply, which the parent reads first where it asked.
+
+        A held block's end on a GPU (worker/timing.py): the reference's watch begins as it arrives.
+        """
+        self._frame(event, {})
+
+    def _frame(self, event: str, meta: dict) -> None:
         if self._id is None:
             raise RuntimeError(f"a {event!r} reply with no command to answer")
         payload = self._dumps({"id": self._id, "event": event, "meta": meta}).encode()
-        self._id = None
         view = memoryview(HEADER.pack(len(payload)) + payload)
         while view:
             view = view[self._write(self.channel_fd, view) :]

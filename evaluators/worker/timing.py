@@ -157,11 +157,12 @@ def timing_tensors(fresh_inputs, plan: TimingPlan, device: str) -> tuple[InputPo
     return InputPool(fresh_inputs, plan.timing_sets), flush
 
 
-def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep, tensors=None):
+def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, keep, tensors=None, ended=None):
     """Time `call(args)` once per repetition on fresh inputs; (facts, {rep: outputs} held for the parent's check).
 
     `keep(on_device)` is the context a held copy, where one is made, is made in (the pool of held outputs); `tensors`,
-    the shape's timing_tensors where the caller keeps them across commands (made here otherwise).
+    the shape's timing_tensors where the caller keeps them across commands (made here otherwise). `ended()`, where
+    given, is called on a GPU right after the last repetition's synchronize (the block's end marked to the parent).
     """
     pool, flush = tensors if tensors is not None else timing_tensors(fresh_inputs, plan, clocks.device)
     cuda = flush is not None
@@ -175,22 +176,21 @@ def time_reps(call, fresh_inputs, plan: TimingPlan, clocks: Clocks, shape: int, 
     gc.disable()
     try:
         try:
-            return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
+            return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers, ended)
         except OutputReused:
             pass  # the outputs held as made go with the exception, before the block is timed again
         # The block again, every output copied: its first run stays in the side's span on the parent's clock, a slow
         # block of one shape for a call that reuses its buffers (the worker copies all at the shape from then on).
         plan.copy_all = True
         clocks.sync()
-        return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers)
+        return _loop(call, pool, plan, clocks, shape, keep, flush, starts, ends, numbers, ended)
     finally:
         if collecting:
             gc.enable()
 
 
-def _loop(
-    call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends, numbers: range
-):
+def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, keep, flush, starts, ends,
+          numbers: range, ended=None):  # fmt: skip
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
@@ -230,6 +230,10 @@ def _loop(
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
+    if cuda and ended is not None:
+        # Before anything else: the reference's watch over the block's host windows begins at this frame, so work
+        # queued from here on runs while it watches (worker/window_watch.py, arm).
+        ended()
     # On a GPU the shape's probe, after its last block, checks (side_stream_ms): inside a timing command the check's
     # host time was a fixed cost per command the parent credits at the reference's (judge/wall.py), which a candidate
     # that empties its watch would be credited and not pay. Off the GPU no flag rests on the parent's clock.

@@ -8,21 +8,26 @@ time it loses is that work. On an H200 a one-thread watcher polling the device's
 another process's 1 ms burst run while it watched and none to one run before it, nor to its own process's burst on
 another stream (bench/probes/slice_watch.py).
 
-The parent posts "watch" to the reference as the candidate's timing reply arrives, before its seal's, and the
-reference ends the watch after its pin of the block (judge/timing_plan.py). What the watcher did not run of the
-host's span from its launch to its end is `away_ms`: the gaps in its polls, and its own wait to start, which covers
-work already running as it was launched. The end of the timing command and the watch's start (the reply read, the
-post, the launch) are before it: work that ends there is not seen (docs/CONTRACTS.md, the strict xfail in
-test_redteam_timing_order.py). The reference's own blocks are watched from right before their pin, so its `away_ms`
-is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts (judge/wall.py
-credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None and no block
-is watched.
+The parent posts "watch" to the reference before each of the candidate's blocks, armed on the candidate's reply pipe
+(reply_channel): the reference waits until the pipe has bytes, reading none, and launches the watcher then; it ends the
+watch after its pin of the block (judge/timing_plan.py). The block's first frame is its mark, which the harness writes
+right after the last repetition's synchronize (worker/timing.py): a process that queues work after its last synchronize
+queues it after its mark, or delays its mark and its span on the parent's clock with it. Begun from the parent as the
+reply arrived, the watch began a median 1.2 ms after the parent had read the reply on an H200, and a 0.5 ms spin queued
+after the last synchronize went unseen in every block (bench/probes/window_reach.py). What the watcher did not run of
+the host's span from its launch to its end is `away_ms`: the gaps in its polls, and its own wait to start, which covers
+work already running as it was launched. The reference's own blocks are watched from right before their pin, so its
+`away_ms` is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts
+(judge/wall.py credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None
+and no block is watched.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import select
 import time
 from pathlib import Path
 
@@ -52,9 +57,15 @@ class Watch:
         self._stream = torch.cuda.Stream()  # of its own: the pin's reads run beside it, in the same context
         self._started: float | None = None
 
-    def start(self) -> None:
-        """Launch the watcher, once the pin's allocations have room cached (reserve)."""
+    def start(self, channel: int | None = None, control: int | None = None) -> None:
+        """Launch the watcher, once the pin's allocations have room cached (reserve).
+
+        With `channel` (reply_channel), first wait until it has a frame to read, or the parent's pipe `control` has a
+        command: armed before the candidate's block, the watch begins as the candidate marks its block's end.
+        """
         reserve()
+        if channel is not None:
+            wait_for_frame(channel, control)
         self._args[1].value += 1
         self._started = _CLOCK()
         self._kernel.launch(1, 1, self._pointers, self._stream.cuda_stream)
@@ -83,6 +94,42 @@ def reserve() -> None:
     """
     chunks = [torch.empty(RESERVE_CHUNK, dtype=torch.uint8, device="cuda") for _ in range(RESERVE_CHUNKS)]
     del chunks
+
+
+def wait_for_frame(channel: int, control: int) -> None:
+    """Until the pipe `channel` has bytes to read, or `control` (the parent's commands) has; reads neither.
+
+    A hang-up wakes it too: a candidate that died has no window left to watch, and the parent's next command ends the
+    watch begun then.
+    """
+    waiting = select.poll()
+    for fd in (channel, control):
+        waiting.register(fd, select.POLLIN)
+    waiting.poll()
+
+
+_channel: list = []  # [(pid, fd), this process's descriptor, the pipe's inode]: the latest candidate's only
+
+
+def reply_channel(pid: int, fd: int) -> int | None:
+    """A read end of its own of the pipe `pid` reads as `fd` (a candidate's replies, read by the parent).
+
+    Opened through /proc (the reference shares the parent's PID namespace: judge/process.py) and never read from: it
+    is only polled, so the parent still reads every frame. Kept while the parent's descriptor names the same pipe; a
+    number the parent has since reused for another candidate's is opened again. None where it cannot be opened.
+    """
+    path = f"/proc/{pid}/fd/{fd}"
+    try:
+        inode = os.stat(path).st_ino
+        if _channel and _channel[0] == (pid, fd) and _channel[2] == inode:
+            return _channel[1]
+        opened = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if _channel:
+        os.close(_channel[1])
+    _channel[:] = [(pid, fd), opened, os.fstat(opened).st_ino]
+    return opened
 
 
 @functools.cache

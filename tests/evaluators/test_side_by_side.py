@@ -38,13 +38,8 @@ class Reply:
 
 
 def sealed(reply: Reply, command: dict, span: float) -> Reply:
-    """`reply` with the seal's behind it where `command` asked for one: the handoff moves there.
-
-    What the parent does as the first reply arrives (the seal's third item: the reference's watch) runs first.
-    """
+    """`reply` with the seal's behind it where `command` asked for one: the handoff moves there."""
     if "then" in command:
-        if len(command["then"]) > 2:
-            command["then"][2]()
         reply.then = Reply("sealed", {"handed": reply.meta.pop("handed")}, span)
     return reply
 
@@ -124,9 +119,13 @@ def where(reply: dict, count: int) -> dict:
     return {"pid": 1, "fds": reply["handed"][:count]}
 
 
+CHANNEL = {"pid": 1, "fd": 3}  # the candidate's reply pipe, as the parent names it to the reference
+
+
 def timed_side_by_side(reference, candidate, device, options, memory, room, log=None, post=None):
     log = [] if log is None else log
-    return time_side_by_side(reference, candidate, 0, device, options, memory, room, quiet_for(log), where, post=post)
+    return time_side_by_side(reference, candidate, 0, device, options, memory, room, quiet_for(log), where, post=post,
+                             channel=CHANNEL)  # fmt: skip
 
 
 @pytest.fixture
@@ -273,22 +272,27 @@ def log_commands(log) -> list[dict]:
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])
-def test_the_reference_watches_each_block_until_its_pin_the_candidates_from_its_reply(tmp_path, cuda_lock,
-                                                                                      side_by_side):  # fmt: skip
-    """The candidate's block's watch is posted as its reply arrives, before the seal's is read (worker/window_watch.py);
-    the reference's own right before its pin, but for the shape's first (the pin's kernels load there); each pin ends
-    one."""
+def test_the_reference_watches_each_block_until_its_pin_the_candidates_armed_before_it(tmp_path, cuda_lock,
+                                                                                       side_by_side):  # fmt: skip
+    """The candidate's block's watch is armed on its reply pipe after the reference's drain and before the block is
+    sent, which asks for the mark it begins at (worker/window_watch.py); the reference's own right before its pin, but
+    for the shape's first (the pin's kernels load there); each pin ends one."""
     (_, candidate), log = _timed(tmp_path, side_by_side=side_by_side, watched=True)
+    commands = log_commands(log)
     sides = [(name, c["cmd"]) for name, c in log if name != "parent"]
     pins = [i for i, entry in enumerate(sides) if entry == ("reference", "pin")]
-    first_own = next(i for i in pins if log_commands(log)[i].get("first") == 0 and "own" in log_commands(log)[i])
-    assert pins and all(sides[i - 1] == ("reference", "watch") for i in pins if i != first_own)
+    own = [i for i in pins if "own" in commands[i]]
+    first_own = next(i for i in own if commands[i].get("first") == 0)
+    assert all(sides[i - 1] == ("reference", "watch") and "on" not in commands[i - 1] for i in own if i != first_own)
     assert sides[first_own - 1] != ("reference", "watch")
+    blocks = [i for i, (name, c) in enumerate(zip(sides, commands, strict=True))
+              if name == ("candidate", "time") and c["hold"] and c["reps"]]  # fmt: skip
+    assert len(blocks) == len(candidate.blocks) and all(commands[i]["mark"] for i in blocks)
+    for i in blocks:
+        assert sides[i - 2 : i] == [("reference", "drain"), ("reference", "watch")], sides[i - 3 : i + 2]
+        assert commands[i - 1]["on"] == CHANNEL
+        assert sides[i + 1] == ("reference", "pin") and "own" not in commands[i + 1]
     assert sides.count(("reference", "watch")) == len(pins) - 1
-    theirs = [i for i, entry in enumerate(sides) if entry == ("candidate", "time")]
-    blocks = [i for i in theirs if i + 2 < len(sides) and sides[i + 1 : i + 3] == [("reference", "watch"),
-                                                                                   ("reference", "pin")]]  # fmt: skip
-    assert len(blocks) == len(candidate.blocks)
 
 
 def test_a_strict_run_pins_as_many_as_any_run_and_checks_every_repetition(tmp_path, cuda_lock):

@@ -3,6 +3,10 @@ work on another stream is no gap. What it sees of another process's work: bench/
 attack timing/leave_through_windows.py in test_redteam_timing_order.py. That its kernel assembles is in
 test_ptx_kernels.py."""
 
+import os
+import threading
+import time
+
 import pytest
 import torch
 
@@ -25,3 +29,22 @@ def test_a_quiet_watch_sees_no_gap_and_its_own_streams_work_none():
     busy = watch.end()
     assert quiet["gaps"] == busy["gaps"] == 0, (quiet, busy)
     assert watch.end() == {}  # nothing runs: nothing to end
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
+def test_an_armed_watch_begins_once_the_reply_pipe_has_a_frame():
+    """Armed before the candidate's block (judge/timing_plan.py): the watcher is launched only as the frame comes."""
+    watch = window_watch.load()
+    read_end, write_end = os.pipe()
+    control_r, control_w = os.pipe()
+    channel = window_watch.reply_channel(os.getpid(), read_end)
+    threading.Timer(0.05, lambda: os.write(write_end, b"frame")).start()
+    began = time.perf_counter()
+    watch.start(channel, control_r)
+    waited = time.perf_counter() - began
+    seen = watch.end()
+    assert waited >= 0.04 and seen["watched_ms"] < 40 and seen["gaps"] == 0, (waited, seen)
+    assert os.read(read_end, 16) == b"frame"
+    for fd in (read_end, write_end, control_r, control_w):
+        os.close(fd)
