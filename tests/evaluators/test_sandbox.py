@@ -1,7 +1,6 @@
 """The worker's environment and output capture, and a worker that died before its next command."""
 
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -57,15 +56,14 @@ def test_stage_time_is_the_parents_clock_around_each_command_summed_per_stage(tm
         worker.close()
 
 
-def test_a_pairs_hook_runs_once_its_first_reply_is_in_and_before_its_second_is_read(tmp_path):
-    """judge/timing_plan.py posts the reference's watch there: as the candidate's block replies, before its seal's."""
+def test_a_worker_that_answers_a_marked_command_without_its_mark_breaks_the_protocol(tmp_path):
+    """A held block on a GPU asks for the mark of its end before its reply (worker/timing.py): the reference's watch
+    begins there. A process that answers without it is a crash, not a block unwatched."""
     worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
-    seen = []
     try:
-        then = ({"cmd": "ping"}, "pong", lambda: seen.append(time.perf_counter()))
-        reply = worker.call({"cmd": "ping", "then": then}, "pong", "startup")
-        assert reply.then.event == "pong" and len(seen) == 1
-        assert reply.received <= seen[0] <= reply.then.received
+        with pytest.raises(WorkerFailure) as failure:
+            worker.call({"cmd": "ping", "mark": True}, "pong", "startup")
+        assert failure.value.kind == "crash" and "where 'ended' was expected" in failure.value.message
     finally:
         worker.close()
 
