@@ -2,6 +2,7 @@
 
 import pytest
 
+from evaluators.judge import static
 from evaluators.judge.options import EvalOptions
 from evaluators.judge.result import EvalResult, ShapeResult
 from evaluators.judge.strict import (
@@ -322,6 +323,32 @@ def test_a_reference_the_candidates_runs_found_slow_is_weighed_by_how_slow():
     assert held.spread == pytest.approx(6.45 / 4.927 / 0.983, abs=1e-4) and held.measured.significant is False
     (shape,) = held.measured.shapes
     assert shape.speedup_band[0] < 1.0 < shape.speedup_band[1]
+
+
+def _alias(run: EvalResult) -> EvalResult:
+    """`run` of a candidate that is the reference itself, flagged as judge/static.py flags it."""
+    run.flag("no_custom_kernel", f"no custom kernel: ModelNew is the reference Model{static.ALIAS_END}")
+    return run
+
+
+@pytest.mark.parametrize("alias", [True, False])
+def test_an_identity_candidate_read_fast_beside_a_control_as_slow_as_its_reference_is_no_change(alias):
+    """level2/77 on one H200 at 6efb49f: the reference ran 6.37-6.42 ms in both runs and 6.41-6.43 ms in both of the
+    control's processes, the candidate, the reference itself, 4.89-5.04 ms: the same code, 1.31x apart. A candidate of
+    its own, as fast, keeps its gain: its times are not readings of the reference's code."""
+    mark = _alias if alias else (lambda run: run)
+    first = _timed(mark(result(1.314, band=(1.294, 1.332))), "NVIDIA H200 #0", 6.423, 4.889)
+    again = _timed(mark(result(1.264, strict=True, band=(1.248, 1.282))), "NVIDIA H200 #0", 6.373, 5.041)
+    control = _alias(result(1.004, strict=True, band=(0.989, 1.018)))
+    control = _timed(control, "NVIDIA H200 #0", 6.432, 6.407)
+    drift = reference_drift([first, again], control)
+    held = standing(first, again, control)
+    if alias:
+        assert drift == pytest.approx(6.407 / 4.889)
+        assert held.measured.significant is False
+    else:
+        assert drift == pytest.approx(6.407 / 6.373)
+        assert held.measured.significant
 
 
 def test_a_gain_whose_reference_ran_as_in_the_control_stays_a_gain():
