@@ -706,11 +706,20 @@ def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock, d
 TIMING = HERE / "timing"
 
 
+# Attacks that are another's with one line changed: (its file, the line, the line in its place).
+VARIANTS = {"finish_before_watch": ("leave_through_windows", "SHARE = 0.5", "SHARE = 0.86")}
+
+
 def _honest_and_attacked(cache_dir, attack: str):
     """good_triton, and good_triton with timing/shared.py and the attack appended: they differ only in the attack."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    parts = [candidate("good_triton"), (TIMING / "shared.py").read_text(), (TIMING / f"{attack}.py").read_text()]
+    name, line, changed = VARIANTS.get(attack, (attack, "", ""))
+    code = (TIMING / f"{name}.py").read_text()
+    if line:
+        assert line in code, (name, line)
+        code = code.replace(line, changed)
+    parts = [candidate("good_triton"), (TIMING / "shared.py").read_text(), code]
     options = EvalOptions(cache_dir=cache_dir, timeout_s=300)
     return [evaluate(str(PROBLEM), source, "cuda", options) for source in (parts[0], "\n\n".join(parts))]
 
