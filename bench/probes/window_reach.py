@@ -10,8 +10,9 @@ into the candidate's times, and what it does not see is the window no one watche
 the watch's start (docs/CONTRACTS.md). For each spin it prints, block by block, the spin less what was counted, and
 each block's claimed calls: the window's share of a block is what a candidate doing real work there would gain.
 
-With --timeline DIR it also writes, on the host's monotonic clock every process shares, when the parent read each
-block's mark and when the reference's armed watch woke and launched its watcher; then prints their medians.
+With --timeline DIR it also writes, on the host's monotonic clock every process shares, when the reference's armed
+watch woke on each block's mark and launched its watcher, and when the parent read the candidate's timing reply; then
+prints their medians.
 """
 
 from __future__ import annotations
@@ -75,18 +76,19 @@ def log(kind):
 
 
 def patch_watch(module):
-    start, wait = module.Watch.start, module.wait_for_frame
+    start, wait = module.Watch.start, module.wait_for_mark
 
-    def started(self, channel=None, control=None):
-        start(self, channel, control)
-        if channel is not None:
+    def started(self, marks=None, control=None):
+        start(self, marks, control)
+        if marks is not None:
             log("launched")
 
-    def woke(channel, control):
-        wait(channel, control)
-        log("woke")
+    def woke(marks, control):
+        marked = wait(marks, control)
+        log("woke" if marked else "missed")
+        return marked
 
-    module.Watch.start, module.wait_for_frame = started, woke
+    module.Watch.start, module.wait_for_mark = started, woke
 
 
 patch_on_import("evaluators.worker.window_watch", patch_watch)
@@ -104,13 +106,13 @@ def kept(side, reference, honest_reps, device):
 
 
 def timeline(log: Path) -> None:
-    """The parent's steps logged as they happen: each mark of a candidate's block's end read."""
+    """The parent's steps logged as they happen: each candidate's timing reply read."""
     reply = process.Worker._reply
 
     def read(self, command_id, event, stage, sent, since):
         got = reply(self, command_id, event, stage, sent, since)
-        if got.event == "ended" and self.role == "candidate":
-            with open(log / "mark_read.txt", "a") as out:
+        if got.event == "timing" and self.role == "candidate":
+            with open(log / "read.txt", "a") as out:
                 out.write(f"{os.getpid()} {got.received}\n")
         return got
 
@@ -120,29 +122,30 @@ def timeline(log: Path) -> None:
 
 
 def steps(log: Path) -> None:
-    """When the reference's armed watch woke and launched its watcher, after the parent read each block's mark (ms).
+    """The armed watch's timeline, block by block (ms).
 
-    Both wake on the same frame in the candidate's reply pipe: the reference's wake less the parent's is how much
-    sooner or later than the parent it reacts.
+    For each block whose mark woke the reference's watch: how long before the parent read the candidate's reply it
+    woke, and how long after waking it launched its watcher; and how many marks it missed (the pin woke it).
     """
 
     def times(kind):
         path = log / f"{kind}.txt"
         return sorted(float(line.split()[-1]) for line in path.read_text().splitlines()) if path.exists() else []
 
-    woke, launched = times("woke"), times("launched")
+    woke, launched, missed = times("woke"), times("launched"), times("missed")
     rows = []
-    for read in times("mark_read"):
-        near = min(woke, key=lambda t: abs(t - read), default=None)
-        after = next((t for t in launched if near is not None and t >= near), None)
-        if near is not None and after is not None and abs(near - read) < 0.05:
-            rows.append([(near - read) * 1e3, (after - read) * 1e3])
-    print(f"after the parent read the candidate's mark, ms ({len(rows)} blocks):")
-    for k, kind in enumerate(["woke", "launched"]):
+    for read in times("read"):
+        before = [t for t in woke if read - 0.05 < t <= read]
+        after = next((t for t in launched if before and t >= before[-1]), None)
+        if before and after is not None:
+            rows.append([(read - before[-1]) * 1e3, (after - before[-1]) * 1e3])
+    print(f"blocks whose mark woke the watch: {len(rows)}; marks missed: {len(missed)}")
+    for k, kind in enumerate(["woke before the parent read the reply", "launched after waking"]):
         column = [row[k] for row in rows]
         if column:
-            print(f"  {kind:9s} median {statistics.median(column):.3f} min {min(column):.3f} max {max(column):.3f}")
-    (log / "steps.json").write_text(json.dumps({"kinds": ["woke", "launched"], "rows": rows}))
+            print(f"  {kind}: median {statistics.median(column):.3f} min {min(column):.3f} max {max(column):.3f} ms")
+    (log / "steps.json").write_text(json.dumps({"kinds": ["woke_before_read", "launched_after_woke"], "rows": rows,
+                                                "missed": len(missed)}))  # fmt: skip
 
 
 def main() -> None:

@@ -318,7 +318,7 @@ def _timed(ask, reference, shape: int, options: EvalOptions):
         ask.candidate.paused,
         lambda: device_room.make_room(ask.result.device),
         lambda reply, count: handed_over(ask.candidate, reply, count),
-        ask.candidate.reply_channel,
+        ask.candidate.marks,
     )
     why = None if timing.mismatch else _malformed_timing(timing)
     if why:

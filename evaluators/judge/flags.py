@@ -14,6 +14,7 @@ SEVERITY: dict[str, Severity] = {
     "beyond_roofline": "hard",  # faster than the device's peaks allow
     "no_custom_kernel": "hard",  # PyTorch calling PyTorch: no Triton, no CUDA/HIP source
     "side_stream": "hard",  # work outlives the timed stream
+    "unwatched": "hard",  # the reference's watch over its blocks' ends missed their marks (judge/verdicts.py)
     "timing_disputed": "hard",  # the parent's clock around the timing says the candidate's timer claims too little
     "rewrote_problem": "hard",  # the problem's files changed while this evaluation ran alone (judge/problem_files.py)
     "problem_changed": "hard",  # they changed while it and others ran: which one changed them is not known
@@ -30,7 +31,7 @@ SEVERITY: dict[str, Severity] = {
 STRICT_VOUCHES = frozenset({"beyond_plausible"})
 # What can be one run's accident (a timing anomaly; a change another evaluation beside it may have made): a strict
 # run clears them by not showing them again.
-STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed", "problem_changed"})
+STRICT_RECHECKS = frozenset({"side_stream", "timing_disputed", "problem_changed", "unwatched"})
 # Not clearable (beyond_roofline, no_custom_kernel, rewrote_problem): no repetition makes physics or a missing kernel
 # go away, nor a candidate that changed the harness's files.
 # Hard, yet the timing stands as measured (PyTorch timed as PyTorch): a suite still confirms such a row's change.

@@ -8,11 +8,13 @@ deadline or a timestamp. Its stdout and stderr are kept only up to a cap.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -123,6 +125,9 @@ class Reply:
         return self.received - self.sent
 
 
+_SERIALS = itertools.count()  # each worker's: a descriptor's number is reused, a serial never
+
+
 class Worker:
     """One running worker process and the parent's view of it: its commands, their deadlines and stage times."""
 
@@ -136,15 +141,24 @@ class Worker:
         self.scratch = scratch.directory(role)
         self._chan_r, chan_w = os.pipe()
         ctl_r, self._ctl_w = os.pipe()
+        # The side channel: a candidate's marks of its blocks' ends, a pipe the parent never reads (its read end goes
+        # to the reference: hand_marks); a reference's socket, over which the parent hands it those read ends.
+        self.serial = next(_SERIALS)
+        self._marks_serial: int | None = None  # a reference's: the candidate whose marks it was handed last
+        if role == "reference":
+            self._side, side = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            side_fd = side.detach()
+        else:
+            self._side, side_fd = os.pipe()
         try:
             self.proc = parent_death.popen(
-                self._command(chan_w, ctl_r, spare),
+                self._command(chan_w, ctl_r, side_fd, spare),
                 cwd=self.scratch,
                 env=worker_env(device, self.scratch, options, toolchain, role),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(chan_w, ctl_r),
+                pass_fds=(chan_w, ctl_r, side_fd),
                 start_new_session=True,  # its own process group: a timeout kills everything it started
             )
         except BaseException:
@@ -153,6 +167,7 @@ class Worker:
         finally:
             os.close(chan_w)
             os.close(ctl_r)
+            os.close(side_fd)
         self.output = OutputCapture(self.proc.stdout, options.output_cap_kb * 1024)
         self.stage = "startup"
         self.assigned = False  # a process that was given a job is never handed another
@@ -160,11 +175,12 @@ class Worker:
         self.stage_seconds: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def _command(self, chan_w: int, ctl_r: int, spare: bool) -> list[str]:
+    def _command(self, chan_w: int, ctl_r: int, side_fd: int, spare: bool) -> list[str]:
         """The worker's command line: in a PID namespace of its own where one is asked for or available."""
         # -P: the working directory (the worker's scratch, which another process of the user could write) is not on
         # the import path, so nothing planted there is imported as a module.
-        command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), self.role]
+        command = [sys.executable, "-s", "-P", "-m", "evaluators.worker", str(chan_w), str(ctl_r), str(side_fd),
+                   self.role]  # fmt: skip
         command += ["spare"] if spare else []
         # The reference runs no candidate code. Left in the parent's PID namespace, it can open the CUDA IPC
         # handles of a candidate's outputs: the driver finds an exporter from an ancestor namespace, not a sibling.
@@ -191,9 +207,7 @@ class Worker:
 
         A command may carry `then`: (a second command, its event), sent with it, whose reply is the first's `then`.
         The second is already in the pipe when the first is answered, so the parent's clock splits the two at the
-        first reply with no gap between them in which the worker's process waits for the parent. A command that
-        carries `mark` is answered by an "ended" frame first, then its reply (worker/timing.py): a process that
-        leaves the mark out has broken the protocol.
+        first reply with no gap between them in which the worker's process waits for the parent.
 
         Raises WorkerFailure: a timeout, a death, or a broken protocol (the process is killed).
         """
@@ -207,14 +221,7 @@ class Worker:
             self._send({"id": ids[0], "stage": stage, **{k: v for k, v in command.items() if k != "then"}})
             if then:
                 self._send({"id": ids[1], "stage": stage, **then[0]})
-            since = sent
-            if command.get("mark"):
-                ended = self._reply(ids[0], "ended", stage, sent, sent)
-                if ended.event == "error":
-                    return ended
-                since = ended.received
-            reply = self._reply(ids[0], event, stage, sent, since)
-            reply.sent = sent  # its span is the whole command's, the mark's part included
+            reply = self._reply(ids[0], event, stage, sent, sent)
             if then and reply.event != "error":
                 second = self._reply(ids[1], then[1], stage, sent, reply.received)
                 if second.event == "error":
@@ -223,12 +230,23 @@ class Worker:
             return reply
 
     @property
-    def reply_channel(self) -> dict:
-        """Where another process of the user's can open the pipe this worker replies on: this process and its read end.
+    def marks(self) -> tuple[int, int]:
+        """A candidate's marks of its blocks' ends: (this worker's serial, the read end of its side pipe)."""
+        return self.serial, self._side
 
-        The reference's watch polls it, armed before a candidate's block (worker/window_watch.py, reply_channel).
+    def hand_marks(self, marks: tuple[int, int]) -> bool:
+        """Hand this reference a candidate's marks (`Worker.marks`) over its socket (SCM_RIGHTS), unless it has them.
+
+        Whether they were handed now. The reference gets a descriptor of its own, which nothing the candidate does to
+        the pipe can take from it: opened by a path through /proc, the pipe's mode decided, and a candidate's fchmod
+        shut it (a red team's).
         """
-        return {"pid": os.getpid(), "fd": self._chan_r}
+        serial, fd = marks
+        if self._marks_serial == serial:
+            return False
+        socket.send_fds(self._side, [b"m"], [fd])
+        self._marks_serial = serial
+        return True
 
     def post(self, command: dict, stage: str) -> None:
         """Send a command that has no reply of its own (the reference's "watch": the pin right behind it answers)."""
@@ -342,7 +360,10 @@ class Worker:
             _dismissed.append(self)
 
     def _release(self) -> None:
-        for fd in (self._ctl_w, self._chan_r):
+        side, self._side = self._side, None
+        if isinstance(side, socket.socket):
+            side.close()
+        for fd in (self._ctl_w, self._chan_r, side if isinstance(side, int) else -1):
             try:
                 os.close(fd)
             except OSError:

@@ -197,7 +197,8 @@ class ReferenceWorker:
         `candidate_call(command, event)` sends one command to the candidate and returns its Reply; `quiet()` is a
         context in which the candidate's processes are stopped, all through the timing but for its own commands;
         `where(reply, count)` says where the reference opens the outputs a candidate's reply handed over; `channel`,
-        where the reference can poll the candidate's reply pipe (its watch, judge/timing_plan.py). The
+        the candidate's marks of its blocks' ends (process.Worker.marks), on which the reference's watch is armed
+        (judge/timing_plan.py). The
         reference is timed with every candidate, never from an earlier run: a median from another moment differs
         from the candidate's by whatever the machine did in between. torch.compile(reference)'s times, where asked
         for, are measured once per shape and kept. The timing is laid out on the device's free memory read just
@@ -225,6 +226,8 @@ class ReferenceWorker:
             return self.compiled[shape]
 
         def post(command) -> None:
+            if "on" in command:  # armed on a candidate's marks: handed over first where the reference lacks them
+                command = command | {"on": {"new": self.worker.hand_marks(command["on"])}}
             self.worker.post(command, _stage(command))
 
         with self.lock:

@@ -287,7 +287,7 @@ class Side:
         """
         return {
             "cmd": "time", "shape": self.shape, "first": first, "reps": reps, "nonce": nonce, "hold": hold,
-            "keep": hold and self.keep, "lead_ms": self.lead_ms, "mark": hold and device_kind(self.device) == "cuda",
+            "keep": hold and self.keep, "lead_ms": self.lead_ms,
             "timing_sets": self.memory["timing_sets"], "held_on_device": self.memory["retained_on_device"],
         }  # fmt: skip
 
@@ -451,10 +451,10 @@ def _pins(reference_call, where, shape: int, blocks: int, post=None, channel=Non
     descriptor of the block read first; the reference's own pin of as many of its own outputs is what the candidate's
     is weighed against (judge/wall.py). `post(command)`, where given, sends the reference a command with no reply:
     the watch (worker/window_watch.py), right before its own pin, and for the candidate's block armed on the
-    candidate's reply pipe `channel` before the block is sent: it begins as the block's first frame, the mark of its
-    end, arrives there. Begun from the parent as the reply arrived, it began a median 1.2 ms (0.55-37 ms) after the
+    candidate's marks `channel` (process.Worker.marks) before the block is sent: it begins as the block's mark of its
+    end arrives there. Begun from the parent as the reply arrived, it began a median 1.2 ms (0.55-37 ms) after the
     parent had read the reply on an H200, and a spin of 0.5 ms queued after the block's last synchronize was seen in
-    no block (bench/probes/window_reach.py). The pin ends it and says what it saw.
+    no block (bench/probes/window_reach.py). The pin ends it and says what it saw, and whether the mark came.
     """
     command = {"cmd": "watch", "shape": shape}
     watch = None if post is None else (lambda: post(command))
@@ -491,8 +491,8 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
     with the host's lock held as a timing: other GPUs of this machine may time too, but no worker starts and no
     problem's kernels are first called on any of them meanwhile (worker/device_lock.py says why). `post(command)`
     sends the reference a command it does not answer (its watch, _pins); without it no block is watched.
-    `channel`: the candidate's reply pipe, where the reference can poll it (process.Worker.reply_channel); without
-    it the candidate's blocks are not watched.
+    `channel`: the candidate's marks of its blocks' ends (process.Worker.marks); without it the candidate's blocks
+    are not watched.
     """
     waited = time.perf_counter()
     with (
@@ -532,6 +532,7 @@ def time_side_by_side(reference_call, candidate_call, shape: int, device: str, o
                 drain()
                 if command["hold"] and candidate.watch is not None:
                     candidate.watch()  # after the drain: another command would end the armed watch's wait
+                    command = command | {"mark": True}  # marked only where armed: no mark is left unread
             stopper.resume()
             keep_trusted()
             try:

@@ -158,6 +158,7 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
         )
     runtime += side
     _flag_left_behind(result, shape_result.name, timing)
+    _flag_unwatched(result, shape_result.name, timing)
     if device == "cuda" and clock.disputed:
         result.flag(
             "timing_disputed",
@@ -280,6 +281,26 @@ def _flag_left_running(result: EvalResult, shape: str, watched: list[float] | No
     if _past_side_stream_bar(left, runtime):
         result.flag("side_stream", f"shape {shape}: work it left on the device ran {left:.3g} ms per call through its "
                                    "blocks' handoffs, after its own timer stopped (counted)")  # fmt: skip
+
+
+# The share of a shape's armed blocks whose mark may not come before the pin, unflagged. The figure is the median of
+# the blocks' means: work hidden in fewer than half of them does not move it, and an honest mark always comes first
+# (it is written before the reply, and the pin is sent after it).
+MISSED_MARKS = 0.25
+
+
+def _flag_unwatched(result: EvalResult, shape: str, timing: timing_plan.ShapeTiming) -> None:
+    """Flag a shape where the reference's armed watch missed the candidate's mark of its block's end too often.
+
+    Its watch then began at the pin (worker/window_watch.py): what the candidate left on the device from its last
+    synchronize to the pin went unseen, as a candidate that never marks, or marks late, would have it.
+    """
+    armed = [block.pin["marked"] for block in timing.blocks if "marked" in (block.pin or {})]
+    missed = sum(marked is not True for marked in armed)
+    if armed and missed > MISSED_MARKS * len(armed):
+        result.flag("unwatched", f"shape {shape}: the reference's watch missed the end of {missed} of its "
+                                 f"{len(armed)} blocks (no mark of it came before the pin): work left on the device "
+                                 "there went unseen")  # fmt: skip
 
 
 def _flag_left_behind(result: EvalResult, shape: str, timing: timing_plan.ShapeTiming) -> None:

@@ -89,12 +89,13 @@ def _import_what_a_job_may_need(role: str) -> None:
 def main(argv: list[str]) -> None:
     """Open the device, then answer commands from fd argv[2] over fd argv[1] until the parent closes the pipe.
 
-    argv[3] is the role the worker will be given a job for: "reference" or "candidate"; argv[4], "spare" when it
-    may wait a while for that job.
+    argv[3] is the side channel (judge/process.py): a candidate's marks of its blocks' ends, a reference's socket for
+    the read ends of them. argv[4] is the role the worker will be given a job for: "reference" or "candidate";
+    argv[5], "spare" when it may wait a while for that job.
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate leaves no core file
     _first_to_go_when_memory_runs_out()
-    replies = Replies(int(argv[1]), int(argv[2]))
+    replies = Replies(int(argv[1]), int(argv[2]), int(argv[3]))
     orphan_guard.start(int(argv[2]))
     if torch.cuda.is_available():
         # The CUDA context, made while the process waits as a spare, never while another process times on this GPU:
@@ -103,11 +104,11 @@ def main(argv: list[str]) -> None:
         early_context.wait()
         with starting_worker_lock():
             torch.empty(1, device="cuda")
-        kernel_warmup.start(argv[3])
+        kernel_warmup.start(argv[4])
     else:
         device_memory.open_simulated()  # a test's simulated device, where one is named: this process's context on it
-    if argv[4:] == ["spare"]:
-        _import_what_a_job_may_need(argv[3])
+    if argv[5:] == ["spare"]:
+        _import_what_a_job_may_need(argv[4])
     command = replies.next_command()
     while command is not None and command["cmd"] == "ping":  # started and listening
         replies.reply("pong", {"pid": os.getpid()})  # in its PID namespace: the parent finds it in its own

@@ -261,6 +261,7 @@ def serve_reference(session: Session) -> None:
     limit = job["max_result_mb"] << 20
     answers, pinned = TimedAnswers(), Pins()
     watch = window_watch.load() if device == "cuda" else None
+    marks = window_watch.Marks(session.replies.side_fd)
     for command in commands:
         cmd = command["cmd"]
         if watch is not None and cmd != "pin":
@@ -271,10 +272,10 @@ def serve_reference(session: Session) -> None:
             session.reply("pong", {})
             continue
         if cmd == "watch":
-            on = command.get("on")  # the candidate's reply pipe: armed before its block (judge/timing_plan.py)
-            channel = window_watch.reply_channel(on["pid"], on["fd"]) if watch is not None and on else None
-            # Armed on a pipe it cannot open, it would watch the whole block: the block is left unwatched instead.
-            if watch is not None and (channel is not None or not on):
+            # Armed on a candidate's marks before its block (judge/timing_plan.py); "new": a candidate's handed over
+            on = command.get("on")
+            channel = marks.take(on["new"]) if on else None
+            if watch is not None:
                 watch.start(channel, session.replies.control.fileno())
             continue  # no reply: what it saw comes with the pin's
         shape = command["shape"]

@@ -18,9 +18,10 @@ HEADER = struct.Struct(">Q")
 class Replies:
     """Reads the parent's commands from the control pipe and answers each one once over the channel."""
 
-    def __init__(self, channel_fd: int, control_fd: int):
+    def __init__(self, channel_fd: int, control_fd: int, side_fd: int):
         self.channel_fd = channel_fd
         self.control = os.fdopen(control_fd, "rb", buffering=0)
+        self.side_fd = side_fd  # a candidate's marks (mark), a reference's socket (worker/window_watch.py)
         self._write, self._dumps = os.write, json.dumps
         self._id: int | None = None
 
@@ -35,20 +36,17 @@ class Replies:
 
     def reply(self, event: str, meta: dict) -> None:
         """Answer the current command: an event name and JSON metadata (tensors never cross the channel)."""
-        self._frame(event, meta)
-        self._id = None
-
-    def mark(self, event: str) -> None:
-        """A frame with no metadata ahead of the current command's reply, which the parent reads first where it asked.
-
-        A held block's end on a GPU (worker/timing.py): the reference's watch begins as it arrives.
-        """
-        self._frame(event, {})
-
-    def _frame(self, event: str, meta: dict) -> None:
         if self._id is None:
             raise RuntimeError(f"a {event!r} reply with no command to answer")
         payload = self._dumps({"id": self._id, "event": event, "meta": meta}).encode()
+        self._id = None
         view = memoryview(HEADER.pack(len(payload)) + payload)
         while view:
             view = view[self._write(self.channel_fd, view) :]
+
+    def mark(self) -> None:
+        """A candidate's mark of its block's end: one byte on its side pipe, whose read end only the reference reads.
+
+        The reference's watch, armed on that read end, begins as the byte arrives (worker/window_watch.py).
+        """
+        self._write(self.side_fd, b"m")

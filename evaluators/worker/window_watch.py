@@ -8,18 +8,21 @@ time it loses is that work. On an H200 a one-thread watcher polling the device's
 another process's 1 ms burst run while it watched and none to one run before it, nor to its own process's burst on
 another stream (bench/probes/slice_watch.py).
 
-The parent posts "watch" to the reference before each of the candidate's blocks, armed on the candidate's reply pipe
-(reply_channel): the reference waits until the pipe has bytes, reading none, and launches the watcher then; it ends the
-watch after its pin of the block (judge/timing_plan.py). The block's first frame is its mark, which the harness writes
-right after the last repetition's synchronize (worker/timing.py): a process that queues work after its last synchronize
-queues it after its mark, or delays its mark and its span on the parent's clock with it. Begun from the parent as the
-reply arrived, the watch began a median 1.2 ms after the parent had read the reply on an H200, and a 0.5 ms spin queued
-after the last synchronize went unseen in every block (bench/probes/window_reach.py). What the watcher did not run of
-the host's span from its launch to its end is `away_ms`: the gaps in its polls, and its own wait to start, which covers
-work already running as it was launched. The reference's own blocks are watched from right before their pin, so its
-`away_ms` is the launch and the wait's end alone; the candidate's also holds the switch between the two contexts
-(judge/wall.py credits it once). Where the driver's API or the kernel cannot be had (a ROCm build), `load` returns None
-and no block is watched.
+The parent posts "watch" to the reference before each of the candidate's blocks, armed on the candidate's marks (Marks):
+a pipe whose write end is the candidate's and whose read end the parent hands the reference as a descriptor
+(judge/process.py, hand_marks), which only the reference reads. The harness writes one byte there right after the
+block's last synchronize (worker/timing.py); the reference, waiting on it, launches the watcher as it comes, and ends
+the watch after its pin of the block (judge/timing_plan.py), saying whether the mark came before the pin ("marked":
+judge/verdicts.py flags a shape where too many did not). A process that queues work after its last synchronize queues it
+after its mark, or delays its mark and its span on the parent's clock with it. Begun from the parent as the reply
+arrived, the watch began a median 1.2 ms after the parent had read the reply on an H200, and a 0.5 ms spin queued after
+the last synchronize went unseen in every block (bench/probes/window_reach.py). A first armed form polled the
+candidate's reply pipe, opened through /proc: a red team shut it with an fchmod, and the parent could read the mark
+before the reference's poll saw it. What the watcher did not run of the host's span from its launch to its end is
+`away_ms`: the gaps in its polls, and its own wait to start, which covers work already running as it was launched. The
+reference's own blocks are watched from right before their pin, so its `away_ms` is the launch and the wait's end alone;
+the candidate's also holds the switch between the two contexts (judge/wall.py credits it once). Where the driver's API
+or the kernel cannot be had (a ROCm build), `load` returns None and no block is watched.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import ctypes
 import functools
 import os
 import select
+import socket
 import time
 from pathlib import Path
 
@@ -56,16 +60,17 @@ class Watch:
         self._pointers = ptx_kernel.pointers(self._args)
         self._stream = torch.cuda.Stream()  # of its own: the pin's reads run beside it, in the same context
         self._started: float | None = None
+        self._marked: bool | None = None  # armed: whether the candidate's mark came before the parent's next command
 
-    def start(self, channel: int | None = None, control: int | None = None) -> None:
+    def start(self, marks: int | None = None, control: int | None = None) -> None:
         """Launch the watcher, once the pin's allocations have room cached (reserve).
 
-        With `channel` (reply_channel), first wait until it has a frame to read, or the parent's pipe `control` has a
-        command: armed before the candidate's block, the watch begins as the candidate marks its block's end.
+        With `marks` (Marks.take), first wait for the candidate's mark of its block's end there, or a command on the
+        parent's pipe `control`: armed before the candidate's block, the watch begins as the block ends. Whether the
+        mark came is in what `end` says ("marked").
         """
         reserve()
-        if channel is not None:
-            wait_for_frame(channel, control)
+        self._marked = None if marks is None else wait_for_mark(marks, control)
         self._args[1].value += 1
         self._started = _CLOCK()
         self._kernel.launch(1, 1, self._pointers, self._stream.cuda_stream)
@@ -80,7 +85,8 @@ class Watch:
         self._started = None
         total, count, span = (int(v) for v in self._words[1:].tolist())
         ran_ms = (span - total) / 1e6
-        return {"away_ms": max(0.0, host_ms - ran_ms), "gaps_ms": total / 1e6, "gaps": count, "watched_ms": host_ms}
+        seen = {"away_ms": max(0.0, host_ms - ran_ms), "gaps_ms": total / 1e6, "gaps": count, "watched_ms": host_ms}
+        return seen if self._marked is None else seen | {"marked": self._marked}
 
 
 def reserve() -> None:
@@ -96,40 +102,51 @@ def reserve() -> None:
     del chunks
 
 
-def wait_for_frame(channel: int, control: int) -> None:
-    """Until the pipe `channel` has bytes to read, or `control` (the parent's commands) has; reads neither.
+def wait_for_mark(marks: int, control: int) -> bool:
+    """Wait until the pipe `marks` has bytes, or `control` (the parent's commands) has; whether the marks came.
 
-    A hang-up wakes it too: a candidate that died has no window left to watch, and the parent's next command ends the
-    watch begun then.
+    The marks are read, all that came (a candidate that wrote some early wakes its next watch at once, inside its own
+    block, where the watcher's time is counted against it); `control` is not. A hang-up on `marks` (a candidate that
+    died) wakes it with none.
     """
     waiting = select.poll()
-    for fd in (channel, control):
+    for fd in (marks, control):
         waiting.register(fd, select.POLLIN)
     waiting.poll()
+    marked = False
+    while True:
+        try:
+            chunk = os.read(marks, 4096)
+        except BlockingIOError:
+            return marked
+        if not chunk:
+            return marked
+        marked = True
 
 
-_channel: list = []  # [(pid, fd), this process's descriptor, the pipe's inode]: the latest candidate's only
+class Marks:
+    """The read end of the latest candidate's marks, handed over the reference's side socket (judge/process.py)."""
 
+    def __init__(self, side_fd: int):
+        self._socket = socket.socket(fileno=side_fd)
+        self._fd: int | None = None
 
-def reply_channel(pid: int, fd: int) -> int | None:
-    """A read end of its own of the pipe `pid` reads as `fd` (a candidate's replies, read by the parent).
+    def take(self, new: bool) -> int:
+        """The marks' descriptor: a new candidate's where `new` (the parent sent it before this command), else the last.
 
-    Opened through /proc (the reference shares the parent's PID namespace: judge/process.py) and never read from: it
-    is only polled, so the parent still reads every frame. Kept while the parent's descriptor names the same pipe; a
-    number the parent has since reused for another candidate's is opened again. None where it cannot be opened.
-    """
-    path = f"/proc/{pid}/fd/{fd}"
-    try:
-        inode = os.stat(path).st_ino
-        if _channel and _channel[0] == (pid, fd) and _channel[2] == inode:
-            return _channel[1]
-        opened = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    if _channel:
-        os.close(_channel[1])
-    _channel[:] = [(pid, fd), opened, os.fstat(opened).st_ino]
-    return opened
+        Raises RuntimeError where the parent sent none, or another count than one: a broken protocol, not a verdict.
+        """
+        if new:
+            _, fds, _, _ = socket.recv_fds(self._socket, 16, 1)
+            if len(fds) != 1:
+                raise RuntimeError(f"the parent handed {len(fds)} descriptors of marks, not one")
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd = fds[0]
+            os.set_blocking(self._fd, False)  # read to empty: the parent never reads this pipe
+        if self._fd is None:
+            raise RuntimeError("a watch armed on marks the parent never handed over")
+        return self._fd
 
 
 @functools.cache

@@ -33,18 +33,17 @@ def test_a_quiet_watch_sees_no_gap_and_its_own_streams_work_none():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.gpu
-def test_an_armed_watch_begins_once_the_reply_pipe_has_a_frame():
-    """Armed before the candidate's block (judge/timing_plan.py): the watcher is launched only as the frame comes."""
+def test_an_armed_watch_begins_once_the_mark_comes():
+    """Armed before the candidate's block (judge/timing_plan.py): the watcher is launched only as the mark comes."""
     watch = window_watch.load()
-    read_end, write_end = os.pipe()
+    marks_r, marks_w = os.pipe()
     control_r, control_w = os.pipe()
-    channel = window_watch.reply_channel(os.getpid(), read_end)
-    threading.Timer(0.05, lambda: os.write(write_end, b"frame")).start()
+    os.set_blocking(marks_r, False)
+    threading.Timer(0.05, lambda: os.write(marks_w, b"m")).start()
     began = time.perf_counter()
-    watch.start(channel, control_r)
+    watch.start(marks_r, control_r)
     waited = time.perf_counter() - began
     seen = watch.end()
-    assert waited >= 0.04 and seen["watched_ms"] < 40 and seen["gaps"] == 0, (waited, seen)
-    assert os.read(read_end, 16) == b"frame"
-    for fd in (read_end, write_end, control_r, control_w):
+    assert waited >= 0.04 and seen["watched_ms"] < 40 and seen["gaps"] == 0 and seen["marked"], (waited, seen)
+    for fd in (marks_r, marks_w, control_r, control_w):
         os.close(fd)

@@ -87,7 +87,7 @@ class Device:
     open_s: float = OPEN_S  # the reference's IPC open of one repetition of the candidate's outputs
     deaths: list = field(default_factory=list)  # when a process of the candidate's ended (a timer's SIGKILL)
     log: list = field(default_factory=list)
-    armed: "Worker | None" = None  # the reference, its watch armed on the candidate's reply pipe (window_watch.start)
+    armed: "Worker | None" = None  # the reference, its watch armed on the candidate's marks (window_watch.start)
 
     def active(self) -> Leftover | None:
         return self.leftover if self.leftover and self.now < self.leftover.until else None
@@ -107,13 +107,14 @@ class Worker:
         # do not see). Made as the worker starts, on a quiet device.
         self.drain = device_idle.Drain(None, self.read, 140 * device_idle.CLEAR_S_PER_GIB * device_idle.CLEAR_MARGIN)
         self.watch_from: float | None = None  # as the reference: when its watch over the host windows began
+        self.marked: bool | None = None  # as the reference, armed: whether the candidate's mark came
 
     def post(self, command: dict) -> None:
         """As the reference: a command with no reply, its watch (worker/window_watch.py), begun now; or, armed on the
-        candidate's reply pipe ("on"), as the candidate's first frame arrives there."""
+        candidate's marks ("on"), as the candidate's mark of its block's end comes, else as the pin does."""
         self.device.log.append((self.name, command["cmd"], None, None, round(self.device.now, 4)))
         if "on" in command:
-            self.device.armed = self
+            self.device.armed, self.marked = self, False
         else:
             self.watch_from = self.device.now
 
@@ -123,9 +124,10 @@ class Worker:
         if self.watch_from is None:
             return {}
         left, start = self.device.leftover, self.watch_from
-        self.watch_from = None
+        marked, self.watch_from, self.marked = self.marked, None, None
         ran = max(0.0, min(left.until, self.device.now) - start) if left and left.candidates else 0.0
-        return {"away_ms": (ran + (SWITCH_S if theirs else 0.0)) * 1e3}
+        seen = {"away_ms": (ran + (SWITCH_S if theirs else 0.0)) * 1e3}
+        return seen if marked is None else seen | {"marked": marked}
 
     def read(self) -> float:
         left = self.device.active()
@@ -143,6 +145,10 @@ class Worker:
     def before_mark(self, command: dict) -> float:
         """Host seconds between the repetitions' last synchronize and the block's mark of its end (an honest 0)."""
         return 0.0
+
+    def marks(self) -> bool:
+        """Whether it writes the mark of its block's end (an honest one does)."""
+        return True
 
     def __call__(self, command: dict, event: str) -> Reply:
         device, cmd = self.device, command["cmd"]
@@ -164,6 +170,8 @@ class Worker:
             device.now += CHECK_S
             return Reply("comparison", {"mismatch": None}, CHECK_S)
         if cmd == "pin":
+            if self.marked is False and self.watch_from is None:  # armed, and no mark came: the pin wakes it
+                self.device.armed, self.watch_from = None, device.now
             theirs = "reps" in command  # the candidate's outputs, opened through CUDA IPC; or its own ("own")
             pinned = len(command["reps"] if theirs else command["own"])
             opened_s = pinned * device.open_s if theirs else 0.0
@@ -195,8 +203,8 @@ class Worker:
             device.now += (self.call_ms * slow + self.harness_ms * slow + wait) * 1e-3
         if command.get("mark"):
             device.now += self.before_mark(command)
-            if device.armed is not None and self.name == "candidate":  # its mark, the first frame, wakes the watch
-                device.armed.watch_from, device.armed = device.now, None
+            if device.armed is not None and self.name == "candidate" and self.marks():  # its mark wakes the watch
+                device.armed.watch_from, device.armed.marked, device.armed = device.now, True, None
         device.now += FIXED_S / 2 + self.after(command)
         reps = command["reps"]
         meta = {
