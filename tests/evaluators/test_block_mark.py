@@ -3,14 +3,34 @@
 byte on a pipe only the reference reads, whose read end the parent hands the reference over a socket; nothing the
 candidate does to the pipe's file keeps the reference from it, and a mark that does not come is told apart."""
 
+import fcntl
 import os
 import socket
 import threading
 import time
 
+import pytest
+
 from evaluators.judge.process import Worker
 from evaluators.worker import window_watch
 from evaluators.worker.replies import Replies
+
+
+@pytest.fixture
+def pipes():
+    """pipes() -> (read end, write end); every one made is closed after the test."""
+    made = []
+
+    def pipe() -> tuple[int, int]:
+        made.extend(os.pipe())
+        return made[-2], made[-1]
+
+    yield pipe
+    for fd in made:
+        try:
+            os.close(fd)
+        except OSError:
+            pass  # closed by the test: a candidate's write end that went away
 
 
 def _reference_side() -> tuple[Worker, window_watch.Marks]:
@@ -21,9 +41,16 @@ def _reference_side() -> tuple[Worker, window_watch.Marks]:
     return worker, window_watch.Marks(child.detach())
 
 
-def test_a_candidates_marks_are_handed_once_and_read_by_the_reference_alone():
-    marks_r, marks_w = os.pipe()
-    control_r, control_w = os.pipe()
+def _handed(marks_r: int, serial: int = 1) -> int:
+    """The reference's own descriptor of a candidate's marks, handed over as judge/process.py hands it."""
+    worker, marks = _reference_side()
+    assert worker.hand_marks((serial, marks_r))
+    return marks.take(True)
+
+
+def test_a_candidates_marks_are_handed_once_and_read_by_the_reference_alone(pipes):
+    marks_r, marks_w = pipes()
+    control_r, control_w = pipes()
     worker, marks = _reference_side()
     assert worker.hand_marks((7, marks_r)) and not worker.hand_marks((7, marks_r))  # once per candidate
     taken = marks.take(True)
@@ -36,45 +63,44 @@ def test_a_candidates_marks_are_handed_once_and_read_by_the_reference_alone():
     # Read: the next watch waits for the next mark, and the parent's command wakes it without one.
     threading.Timer(0.05, lambda: os.write(control_w, b"{}\n")).start()
     assert window_watch.wait_for_mark(taken, control_r) is False
-    for fd in (marks_r, marks_w, control_r, control_w):
-        os.close(fd)
 
 
-def test_a_pipe_the_candidate_chmodded_shut_is_still_the_references():
+def test_a_pipe_the_candidate_chmodded_shut_is_still_the_references(pipes):
     """A red team's: opened through /proc, the pipe's mode decided, and a candidate's fchmod of its end to 0 made the
     reference's open fail, and its blocks go unwatched. Handed over as a descriptor, the mode is never asked."""
-    marks_r, marks_w = os.pipe()
-    control_r, control_w = os.pipe()
+    marks_r, marks_w = pipes()
     os.fchmod(marks_w, 0)
-    worker, marks = _reference_side()
-    worker.hand_marks((1, marks_r))
-    taken = marks.take(True)
+    taken = _handed(marks_r)
     os.write(marks_w, b"m")
-    assert window_watch.wait_for_mark(taken, control_r) is True
-    for fd in (marks_r, marks_w, control_r, control_w):
-        os.close(fd)
+    assert window_watch.wait_for_mark(taken, pipes()[0]) is True
 
 
-def test_a_new_candidates_marks_replace_the_last_ones():
-    first_r, first_w = os.pipe()
-    second_r, second_w = os.pipe()
+def test_a_new_candidates_marks_replace_the_last_ones(pipes):
+    first, second = pipes()[0], pipes()[0]
     worker, marks = _reference_side()
-    worker.hand_marks((1, first_r))
+    worker.hand_marks((1, first))
     old = os.fstat(marks.take(True)).st_ino
-    assert worker.hand_marks((2, second_r))
-    new = marks.take(True)
-    assert old != os.fstat(new).st_ino == os.fstat(second_r).st_ino
-    for fd in (first_r, first_w, second_r, second_w):
-        os.close(fd)
+    assert worker.hand_marks((2, second))
+    assert old != os.fstat(marks.take(True)).st_ino == os.fstat(second).st_ino
 
 
-def test_a_candidate_that_died_wakes_the_watch_with_no_mark():
-    marks_r, marks_w = os.pipe()
-    control_r, control_w = os.pipe()
-    worker, marks = _reference_side()
-    worker.hand_marks((3, marks_r))
-    taken = marks.take(True)
+def test_a_candidate_that_died_wakes_the_watch_with_no_mark(pipes):
+    marks_r, marks_w = pipes()
+    taken = _handed(marks_r)
     os.close(marks_w)
-    assert window_watch.wait_for_mark(taken, control_r) is False
-    for fd in (marks_r, control_r, control_w):
-        os.close(fd)
+    assert window_watch.wait_for_mark(taken, pipes()[0]) is False
+
+
+def test_a_flooded_mark_is_read_once_and_the_rest_wakes_the_next_watch(pipes, monkeypatch):
+    """A red team's: a mark of a mebibyte, the pipe sized for it by the candidate (F_SETPIPE_SZ, no privilege needed),
+    read to empty 4 KiB at a time, held the watcher's launch for 257 reads, and a writer behind it for as long as it
+    wrote. One read now, whatever came; what is left wakes the next wait at once."""
+    marks_r, marks_w = pipes()
+    control_r = pipes()[0]
+    os.set_blocking(marks_r, False)  # as Marks.take sets it
+    fcntl.fcntl(marks_w, fcntl.F_SETPIPE_SZ, 1 << 20)
+    os.write(marks_w, b"m" * (1 << 20))
+    reads, read = [], os.read
+    monkeypatch.setattr(window_watch.os, "read", lambda fd, n: reads.append(n) or read(fd, n))
+    assert window_watch.wait_for_mark(marks_r, control_r) is True and len(reads) == 1
+    assert window_watch.wait_for_mark(marks_r, control_r) is True  # no new mark needed: the next watch begins at once

@@ -714,20 +714,25 @@ def test_work_that_outlasts_the_drain_is_not_timed_beside(tmp_path, cuda_lock, d
 TIMING = HERE / "timing"
 
 
-# Attacks that are another's with one line changed: (its file, the line, the line in its place).
-VARIANTS = {"finish_before_watch": ("leave_through_windows", "SHARE = 0.5", "SHARE = 0.86")}
+# Attacks that are another's with one line changed, and files appended after it: (its file, the line, the line in its
+# place, the files).
+VARIANTS = {
+    "finish_before_watch": ("leave_through_windows", "SHARE = 0.5", "SHARE = 0.86", ()),
+    "flood_the_marks": ("leave_through_windows", "SHARE = 0.5", "SHARE = 0.86", ("flood_the_marks",)),
+}
 
 
 def _honest_and_attacked(cache_dir, attack: str):
     """good_triton, and good_triton with timing/shared.py and the attack appended: they differ only in the attack."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    name, line, changed = VARIANTS.get(attack, (attack, "", ""))
+    name, line, changed, after = VARIANTS.get(attack, (attack, "", "", ()))
     code = (TIMING / f"{name}.py").read_text()
     if line:
         assert line in code, (name, line)
         code = code.replace(line, changed)
     parts = [candidate("good_triton"), (TIMING / "shared.py").read_text(), code]
+    parts += [(TIMING / f"{more}.py").read_text() for more in after]
     options = EvalOptions(cache_dir=cache_dir, timeout_s=300)
     return [evaluate(str(PROBLEM), source, "cuda", options) for source in (parts[0], "\n\n".join(parts))]
 
@@ -752,7 +757,7 @@ def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cach
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "attack", ["few_reps_forge", "outlast_the_drain", "leave_through_windows", "finish_before_watch"]
+    "attack", ["few_reps_forge", "outlast_the_drain", "leave_through_windows", "finish_before_watch", "flood_the_marks"]
 )
 def test_gpu_a_forged_timer_is_not_believed(cache_dir, attack):
     """Not correct (outlast_the_drain's work ends with its processes: a runtime_error), flagged, or no faster than the
