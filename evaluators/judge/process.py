@@ -244,7 +244,12 @@ class Worker:
         serial, fd = marks
         if self._marks_serial == serial:
             return False
-        socket.send_fds(self._side, [b"m"], [fd])
+        if self._side is None:
+            return True  # released: no command reaches it either
+        try:
+            socket.send_fds(self._side, [b"m"], [fd])
+        except OSError:
+            return True  # a reference already gone hears nothing, as _send; its next command's reply says how
         self._marks_serial = serial
         return True
 

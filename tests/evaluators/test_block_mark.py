@@ -104,3 +104,12 @@ def test_a_flooded_mark_is_read_once_and_the_rest_wakes_the_next_watch(pipes, mo
     monkeypatch.setattr(window_watch.os, "read", lambda fd, n: reads.append(n) or read(fd, n))
     assert window_watch.wait_for_mark(marks_r, control_r) is True and len(reads) == 1
     assert window_watch.wait_for_mark(marks_r, control_r) is True  # no new mark needed: the next watch begins at once
+
+
+def test_marks_handed_to_a_reference_already_gone_are_heard_by_no_one(pipes):
+    """As a command sent to it: its next command's reply, not the handoff, says how it went."""
+    worker, marks = _reference_side()
+    marks._socket.close()
+    assert worker.hand_marks((1, pipes()[0])) is True
+    worker._side = None  # released
+    assert worker.hand_marks((2, pipes()[0])) is True
