@@ -119,7 +119,7 @@ def where(reply: dict, count: int) -> dict:
     return {"pid": 1, "fds": reply["handed"][:count]}
 
 
-CHANNEL = {"pid": 1, "fd": 3}  # the candidate's reply pipe, as the parent names it to the reference
+CHANNEL = (1, 3)  # the candidate's marks, as process.Worker.marks names them (a serial, a descriptor)
 
 
 def timed_side_by_side(reference, candidate, device, options, memory, room, log=None, post=None):
@@ -274,7 +274,7 @@ def log_commands(log) -> list[dict]:
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_the_reference_watches_each_block_until_its_pin_the_candidates_armed_before_it(tmp_path, cuda_lock,
                                                                                        side_by_side):  # fmt: skip
-    """The candidate's block's watch is armed on its reply pipe after the reference's drain and before the block is
+    """The candidate's block's watch is armed on its marks after the reference's drain and before the block is
     sent, which asks for the mark it begins at (worker/window_watch.py); the reference's own right before its pin, but
     for the shape's first (the pin's kernels load there); each pin ends one."""
     (_, candidate), log = _timed(tmp_path, side_by_side=side_by_side, watched=True)

@@ -269,7 +269,7 @@ class Stopper:
         self.ended += sum(self.stopped_at <= at < self.device.now for at in self.device.deaths)
 
 
-CHANNEL = {"pid": 1, "fd": 3}  # the candidate's reply pipe, as the parent names it to the reference (unread here)
+CHANNEL = (1, 3)  # the candidate's marks, as process.Worker.marks names them (a serial, a descriptor; unread here)
 SIDE_BY_SIDE = {"side_by_side": True, "timing_sets": 2, "retained": 64, "retained_on_device": True}
 
 
@@ -614,7 +614,7 @@ class FinishesBeforeTheWatch(Worker):
     rest, sized to end within the end of its own command (the harness reading its events, writing the reply) and the
     watch's jitter: begun by the parent as the reply arrived, the watch never saw that window (a red team of
     2026-11-28, from the code; on an H200 a 0.5 ms spin there went unseen in every block, bench/probes/window_reach.py).
-    The watch is now armed on its reply pipe before the block and begins at the block's mark, its first frame."""
+    The watch is now armed on its marks before the block and begins at the block's mark."""
 
     def __init__(self, *args, share: float, **kwargs):
         super().__init__(*args, **kwargs)

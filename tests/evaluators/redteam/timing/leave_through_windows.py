@@ -8,7 +8,7 @@ counted only into the parent's figure, below which a timer may claim the allowan
 With SHARE at 0.86 (test_redteam_timing_order.py's `finish_before_watch`), the rest is about 0.3 ms a block of 31
 repetitions of this 0.07 ms call on an H200: work that ended before the watch began while the parent began it as the
 reply arrived (a 0.5 ms spin there went unseen in every block, bench/probes/window_reach.py). The watch is now armed on
-the candidate's reply pipe and begins at the block's mark, which the harness writes right after the last synchronize;
+the candidate's marks and begins at the block's mark, which the harness writes right after the last synchronize;
 the rest is queued after it (the collector's first run after the loop).
 """
 
