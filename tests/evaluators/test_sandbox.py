@@ -1,6 +1,7 @@
 """The worker's environment and output capture, and a worker that died before its next command."""
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -88,5 +89,20 @@ def test_the_parent_finds_the_process_that_hands_outputs_over_by_its_own_numberi
         assert found is not None and (found == worker.proc.pid) != namespace  # a namespace starts it below its shell
         assert b"evaluators.worker" in Path(f"/proc/{found}/cmdline").read_bytes()
         assert harness_pid(worker.proc.pid, 10**9) is None
+    finally:
+        worker.close()
+
+
+def test_a_confined_candidate_holds_the_write_end_of_its_marks(tmp_path):
+    """Its mark of a block's end (worker/replies.py) goes to the pipe whose read end the parent keeps for the
+    reference (Worker.marks): the descriptor it was started with survives its confinement, the parent's pipe."""
+    worker = Worker("candidate", EvalOptions(cache_dir=tmp_path), toolchain_key(), "cpu")
+    try:
+        pong = worker.call({"cmd": "ping"}, "pong", "startup")
+        found = harness_pid(worker.proc.pid, pong.meta.get("pid"))
+        held = [Path(f"/proc/{found}/fd") / name for name in os.listdir(f"/proc/{found}/fd")]
+        _, read_end = worker.marks
+        pipe = f"pipe:[{os.fstat(read_end).st_ino}]"
+        assert any(os.readlink(fd) == pipe for fd in held), pipe
     finally:
         worker.close()
