@@ -231,8 +231,8 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
     if cuda and ended is not None:
-        # Before anything else: the reference's watch over the block's host windows begins at this frame, so work
-        # queued from here on runs while it watches (worker/window_watch.py, arm).
+        # Before anything else: the reference's watch over the block's host windows begins at this mark, so work
+        # queued from here on runs while it watches (worker/window_watch.py, wait_for_mark).
         ended()
     # On a GPU the shape's probe, after its last block, checks (side_stream_ms): inside a timing command the check's
     # host time was a fixed cost per command the parent credits at the reference's (judge/wall.py), which a candidate

@@ -140,7 +140,7 @@ class Marks:
             if self._fd is not None:
                 os.close(self._fd)
             self._fd = fds[0]
-            os.set_blocking(self._fd, False)  # read to empty: the parent never reads this pipe
+            os.set_blocking(self._fd, False)  # woken by the parent's command alone, its read finds nothing and goes on
         if self._fd is None:
             raise RuntimeError("a watch armed on marks the parent never handed over")
         return self._fd
