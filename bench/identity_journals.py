@@ -30,6 +30,8 @@ line of a problem counts). Per journal:
 - where the journal has them (the watch over the host windows, worker/window_watch.py), what the reference's watcher
   did not run of its own blocks' watch, and of the candidate's beyond that and a switch, a block: what judge/wall.py's
   WATCH_JITTER_MS must cover;
+- each row that had a control (a confirmed change, judge/strict.py): its band as run, and as this checkout's
+  `strict.standing` weighs its kept evaluations (the rule may have changed since the run);
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
@@ -44,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.judge.options import EvalOptions
+from evaluators.judge.result import EvalResult
+from evaluators.judge.strict import standing
 from evaluators.judge.timing_plan import block_count, checked_per_block, repetitions
 from evaluators.judge.wall import CALL_SHARE, CALL_SLACK, JITTER_MS, LAUNCHES_MS, SEAL_JITTER_MS, SEAL_SLACK
 
@@ -263,6 +267,20 @@ def harness_of(shape: dict) -> float | None:
     return (wall["slack_ms"] - share - jitter) / JOURNALED_HARNESS_SLACK
 
 
+def controlled(path: Path) -> None:
+    """Each row with a control: its band as run, and as strict.standing weighs its three evaluations now."""
+    for entry in last_lines(path):
+        if not entry.get("control"):
+            continue
+        runs = [EvalResult.model_validate(entry[k]) if entry.get(k) else None for k in ("result", "strict", "control")]
+        held = standing(*runs)
+        low, high = held.measured.speedup_band
+        print(f"  controlled {entry['row']['key']}: {entry['row']['speedup']:.3f}x, band as run "
+              f"{entry['row']['speedup_band'][0]:.3f}-{entry['row']['speedup_band'][1]:.3f} (spread "
+              f"{entry['row']['process_spread']}); weighed now {low:.3f}-{high:.3f} (spread {held.spread}), "
+              f"{'significant' if held.measured.significant else 'no significant change'}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("journals", type=Path, nargs="+")
@@ -271,6 +289,7 @@ def main() -> None:
     args = parser.parse_args()
     for path in args.journals:
         summary(path, args.cap)
+        controlled(path)
         for entry in last_lines(path):
             if entry["row"]["key"] in args.shape:
                 for shape in (entry["strict"] or entry["result"]).get("shapes") or []:
