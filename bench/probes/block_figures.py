@@ -6,8 +6,9 @@ Each PROBLEM is judged once (a KernelBench file against its own reference, unles
 all of them). For each timed shape it prints the reference's calibration (its ping, its command with no repetition,
 the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
 block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, and each
-repetition's time and host issue time, in ms), the parent's figure per block of the candidate, and the verdict's
-figures. It watches judge/wall.judge_timing from outside; nothing is changed.
+repetition's time and host issue time, in ms), the parent's figure per block of the candidate, the work the
+reference's watch counted in each of its blocks, and the verdict's figures. It watches judge/wall.judge_timing from
+outside; nothing is changed.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def watched(side, reference, honest_reps, device):
                 issued = timing.facts.get("issue_ms", [])[b.first : b.first + b.reps]
                 print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]}")
         print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
+        counted = [ms * b.reps for ms, b in zip(verdict.counted or [], side.blocks, strict=False)]
+        print("  the watch's count a block (ms):", [round(ms, 3) for ms in counted])
         print(f"  parent {verdict.parent_ms:.4f}, claimed {verdict.claimed_ms:.4f}, slack {verdict.slack_ms:.4f}, "
               f"pin beyond {verdict.pin_excess_ms:.4f} ms a call")  # fmt: skip
     return verdict

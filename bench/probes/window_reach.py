@@ -10,9 +10,11 @@ into the candidate's times, and what it does not see is the window no one watche
 the watch's start (docs/CONTRACTS.md). For each spin it prints, block by block, the spin less what was counted, and
 each block's claimed calls: the window's share of a block is what a candidate doing real work there would gain.
 
-With --timeline DIR it also writes, on the host's monotonic clock every process shares, when the reference's armed
-watch woke on each block's mark and launched its watcher, and when the parent read the candidate's timing reply; then
-prints their medians.
+With --timeline DIR it also logs, on the host's monotonic clock every process shares, when the candidate's last call
+of each block returned (its mark follows the loop's last synchronize) and its attack queued the spin, and when the
+reference's armed watch woke on the mark and launched its watcher; then prints, from each block's last call, the
+medians of the three. Workers print their steps on their output, which the parent captures: a candidate's mounts are
+read-only, so it can write no file of its own.
 """
 
 from __future__ import annotations
@@ -36,13 +38,23 @@ PROBLEM = ROOT / "tests" / "evaluators" / "problems" / "scale_shift.py"
 HONEST = ROOT / "tests" / "evaluators" / "candidates" / "good_triton.py"
 SHARED = ROOT / "tests" / "evaluators" / "redteam" / "timing" / "shared.py"
 
+STEP = "ks-window-step"
 ATTACK = """
+import os
+import time
+
+STEP = {step!r}
 SPIN_US = {spin}
 _per_us: list = []
 _side: list = []
 
 
+def step(kind):
+    os.write(2, f"{{STEP}} {{kind}} {{time.perf_counter()}}\\n".encode())
+
+
 def spin() -> None:
+    step("spun")
     with torch.cuda.stream(_side[0]):
         torch.cuda._sleep(int(SPIN_US * _per_us[0]))
 
@@ -59,20 +71,20 @@ class ModelNew(_Honest):
             _side.append(torch.cuda.Stream())
         y = super().forward(x)
         ends, block = ending_block()
+        if ends and block is not None:
+            step("last_call")
         if SPIN_US and ends and block is not None:
             after_the_loop(spin)
         return y
 """
 
-# The reference's steps, logged by a sitecustomize (worker_hook.py) on the host's monotonic clock.
+# The reference's steps, printed by a sitecustomize (worker_hook.py) on the host's monotonic clock.
 HOOK = r"""
 import os, time
-LOG = {log!r}
 
 
 def log(kind):
-    with open(os.path.join(LOG, f"{{kind}}.txt"), "a") as out:
-        out.write(f"{{os.getpid()}} {{time.perf_counter()}}\n")
+    os.write(2, f"{step} {{kind}} {{time.perf_counter()}}\n".encode())
 
 
 def patch_watch(module):
@@ -106,46 +118,58 @@ def kept(side, reference, honest_reps, device):
 
 
 def timeline(log: Path) -> None:
-    """The parent's steps logged as they happen: each candidate's timing reply read."""
-    reply = process.Worker._reply
+    """The workers' printed steps, kept from their captured output as the parent reads it, in `log`/steps.txt."""
+    capture = process.OutputCapture.__init__
+    out = open(log / "steps.txt", "a", buffering=1)  # noqa: SIM115 (open for the probe's whole run)
 
-    def read(self, command_id, event, stage, sent, since):
-        got = reply(self, command_id, event, stage, sent, since)
-        if got.event == "timing" and self.role == "candidate":
-            with open(log / "read.txt", "a") as out:
-                out.write(f"{os.getpid()} {got.received}\n")
-        return got
+    class Tee:
+        def __init__(self, stream):
+            self.stream, self.partial = stream, b""
 
-    process.Worker._reply = read
-    write_site(log, HOOK.format(log=str(log)))
+        def read1(self, size):
+            chunk = self.stream.read1(size)
+            *lines, self.partial = (self.partial + chunk).split(b"\n")
+            for line in lines:
+                if line.startswith(STEP.encode()):
+                    out.write(line[len(STEP) :].decode().strip() + "\n")
+            return chunk
+
+    def tee(self, stream, cap_bytes):
+        capture(self, Tee(stream), cap_bytes)
+
+    process.OutputCapture.__init__ = tee
+    write_site(log, HOOK.format(step=STEP))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(log), os.environ.get("PYTHONPATH")]))
 
 
 def steps(log: Path) -> None:
-    """The armed watch's timeline, block by block (ms).
+    """The armed watch's timeline, block by block (ms from the block's last call returning).
 
-    For each block whose mark woke the reference's watch: how long before the parent read the candidate's reply it
-    woke, and how long after waking it launched its watcher; and how many marks it missed (the pin woke it).
+    For each block: when the reference woke on its mark, when it launched its watcher, and when the attack queued its
+    spin (none with no spin); and how many marks the reference missed (the pin woke it).
     """
+    logged: dict[str, list[float]] = {}
+    for line in (log / "steps.txt").read_text().splitlines():
+        kind, at = line.split()
+        logged.setdefault(kind, []).append(float(at))
+    woke, launched, spun = (sorted(logged.get(kind, [])) for kind in ("woke", "launched", "spun"))
 
-    def times(kind):
-        path = log / f"{kind}.txt"
-        return sorted(float(line.split()[-1]) for line in path.read_text().splitlines()) if path.exists() else []
+    def next_after(times, t):
+        return next(((u - t) * 1e3 for u in times if t <= u < t + 0.05), None)
 
-    woke, launched, missed = times("woke"), times("launched"), times("missed")
-    rows = []
-    for read in times("read"):
-        before = [t for t in woke if read - 0.05 < t <= read]
-        after = next((t for t in launched if before and t >= before[-1]), None)
-        if before and after is not None:
-            rows.append([(read - before[-1]) * 1e3, (after - before[-1]) * 1e3])
-    print(f"blocks whose mark woke the watch: {len(rows)}; marks missed: {len(missed)}")
-    for k, kind in enumerate(["woke before the parent read the reply", "launched after waking"]):
-        column = [row[k] for row in rows]
+    ends = sorted(logged.get("last_call", []))
+    rows = [[next_after(woke, t), next_after(launched, t), next_after(spun, t)] for t in ends]
+    print(f"blocks: {len(rows)}; marks missed: {len(logged.get('missed', []))}")
+    kinds = ["woke", "launched", "spin queued"]
+    for k, kind in enumerate(kinds):
+        column = [row[k] for row in rows if row[k] is not None]
         if column:
-            print(f"  {kind}: median {statistics.median(column):.3f} min {min(column):.3f} max {max(column):.3f} ms")
-    (log / "steps.json").write_text(json.dumps({"kinds": ["woke_before_read", "launched_after_woke"], "rows": rows,
-                                                "missed": len(missed)}))  # fmt: skip
+            print(f"  {kind} after the last call: median {statistics.median(column):.3f} min {min(column):.3f} "
+                  f"max {max(column):.3f} ms ({len(column)} blocks)")  # fmt: skip
+    both = [row for row in rows if None not in row]
+    if both:
+        print(f"  watcher launched before the spin was queued: {sum(r[1] < r[2] for r in both)} of {len(both)}")
+    (log / "steps.json").write_text(json.dumps({"kinds": kinds, "rows": rows, "missed": len(logged.get("missed", []))}))
 
 
 def main() -> None:
@@ -162,7 +186,7 @@ def main() -> None:
     for _ in range(args.repeat):
         for spin in (float(s) for s in args.spins_us.split(",")):
             _seen.clear()
-            result = evaluate(str(PROBLEM), base + ATTACK.format(spin=spin), "cuda", EvalOptions())
+            result = evaluate(str(PROBLEM), base + ATTACK.format(spin=spin, step=STEP), "cuda", EvalOptions())
             print(f"== spin {spin:.0f} us: {result.status} speedup {result.speedup} band {result.speedup_band} "
                   f"flags {[f.code for f in result.flags]}", flush=True)  # fmt: skip
             for side, reference, verdict in _seen:
