@@ -2,6 +2,7 @@
 
     python bench/identity_suites.py --kernelbench PATH [--levels 1,2,3] [--problems 1-100] [--device cuda|auto]
                                     [--out DIR] [--budget-s 600]
+    python bench/identity_suites.py --journals JOURNAL [JOURNAL ...]
 
 PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is copied here. Per level, each problem's
 reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
@@ -14,11 +15,16 @@ blocks' own band, `band_within`: what a floor of another size would be added to)
 time; then the failures, flags, significant speedups, the rows weighed against a control (with the spread that widened
 their bands) and the five slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level
 4 is left out: its problems load model weights from a hub, which the machines measured on cannot reach.
+
+With --journals it judges nothing: it prints the same rows from kept journals (`results.jsonl`, or `.jsonl.gz`), the
+journals of one level joined (a level run in parts: the last line of a problem counts). Their wall column is then the
+sum of the rows' own seconds, which leaves out each batch's start.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 import subprocess
@@ -72,6 +78,29 @@ def journal_facts(entries: list[dict]) -> dict:
     return facts
 
 
+def from_journals(paths: list[Path]) -> dict[int, dict]:
+    """Per level, what judge_level returns, from kept journals: their lines joined, the last of a problem counting.
+
+    Raises ValueError naming the journal where one is not a batch's.
+    """
+    entries: dict[int, list[dict]] = {}
+    for path in paths:
+        try:
+            text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+            for line in filter(str.strip, text.splitlines()):
+                entry = json.loads(line)
+                level = int(entry["row"]["key"].split("/")[0].removeprefix("level"))
+                entries.setdefault(level, []).append(entry)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{path}: not a batch journal ({type(error).__name__}: {error})") from None
+    outcomes = {}
+    for level, lines in sorted(entries.items()):
+        rows = list({entry["row"]["key"]: entry["row"] for entry in lines}.values())
+        wall = sum(r.get("wall_s") or 0.0 for r in rows)
+        outcomes[level] = {"report": {"rows": rows}, "wall_s": wall, "finished": True, "journal": journal_facts(lines)}
+    return outcomes
+
+
 def row(level: int, outcome: dict) -> dict:
     """The level's figures from its suite rows."""
     rows = outcome["report"]["rows"]
@@ -111,32 +140,58 @@ def row(level: int, outcome: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernelbench", type=Path, required=True)
+    parser.add_argument("--kernelbench", type=Path)
+    parser.add_argument("--journals", type=Path, nargs="+", help="print the rows of kept journals; judge nothing")
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--problems", default="1-100")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("runs/identity"))
     parser.add_argument("--budget-s", type=float, default=900.0, help="longest a level's batch may run")
     args = parser.parse_args()
+    if (args.kernelbench is None) == (args.journals is None):
+        parser.error("give --kernelbench to judge the levels, or --journals to read kept ones")
+    if args.journals:
+        try:
+            outcomes = from_journals(args.journals)
+        except ValueError as error:
+            parser.error(str(error))
+        print_header()
+        rows = [row(level, outcome) for level, outcome in outcomes.items()]
+        for r in rows:
+            print_row(r)
+        print_details(rows)
+        return
     base = args.kernelbench / "KernelBench" if (args.kernelbench / "KernelBench").is_dir() else args.kernelbench
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | half-width median "
-          "| process floor median | before the floor | speedups | wall s |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print_header()
     for level in map(int, args.levels.split(",")):
         r = row(
             level, judge_level(base.resolve(), level, args.problems, args.device, args.out.resolve(), args.budget_s)
         )
         rows.append(r)
-        narrow = f"{r['narrow_share']:.1%} of {r['timed']}" if r["narrow_share"] is not None else "-"
-        span = f"{r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}" if r["speedup_range"] else "-"
-        medians = [f"{r[k]:.2%}" if r[k] is not None else "-"
-                   for k in ("half_width_median", "floor_median", "within_median")]  # fmt: skip
-        print(f"| {level} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
-              f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {medians[0]} | {medians[1]} "
-              f"| {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
+        print_row(r)
     (args.out / "identity_suites.json").write_text(json.dumps(rows, indent=1))
+    print_details(rows)
+
+
+def print_header() -> None:
+    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | half-width median "
+          "| process floor median | before the floor | speedups | wall s |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+
+def print_row(r: dict) -> None:
+    narrow = f"{r['narrow_share']:.1%} of {r['timed']}" if r["narrow_share"] is not None else "-"
+    span = f"{r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}" if r["speedup_range"] else "-"
+    medians = [f"{r[k]:.2%}" if r[k] is not None else "-"
+               for k in ("half_width_median", "floor_median", "within_median")]  # fmt: skip
+    print(f"| {r['level']} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
+          f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {medians[0]} | {medians[1]} "
+          f"| {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
+
+
+def print_details(rows: list[dict]) -> None:
     for r in rows:
         for what in ("failed", "other_hard_flags", "significant", "controlled", "slowest"):
             for item in r[what]:

@@ -6,7 +6,8 @@ Each PROBLEM is judged once (a KernelBench file against its own reference, unles
 all of them). For each timed shape it prints the reference's calibration (its ping, its command with no repetition,
 the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
 block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, and each
-repetition's time and host issue time, in ms), the parent's figure per block of the candidate, the work the
+repetition's time and host issue time, in ms), what each side spent outside its own timer a repetition (its block's
+span less its repetitions' times), the parent's figure per block of the candidate, the work the
 reference's watch counted in each of its blocks, and the verdict's figures. It watches judge/wall.judge_timing from
 outside; nothing is changed.
 """
@@ -14,6 +15,7 @@ outside; nothing is changed.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -42,6 +44,12 @@ def watched(side, reference, honest_reps, device):
                       f"{b.picked} {b.pin}")  # fmt: skip
                 issued = timing.facts.get("issue_ms", [])[b.first : b.first + b.reps]
                 print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]}")
+        for name, timing in (("ref ", reference), ("cand", side)):
+            outside = [(b.seconds * 1e3 - sum(times)) / b.reps
+                       for b, times in zip(timing.blocks[1:], wall.block_times(timing)[1:], strict=True)]  # fmt: skip
+            if outside:
+                print(f"  {name} outside its own timer a repetition, the blocks after the first: median "
+                      f"{statistics.median(outside):.3f} ms ({min(outside):.3f}-{max(outside):.3f})")  # fmt: skip
         print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
         counted = [ms * b.reps for ms, b in zip(verdict.counted or [], side.blocks, strict=False)]
         print("  the watch's count a block (ms):", [round(ms, 3) for ms in counted])
