@@ -6,10 +6,10 @@ Each PROBLEM is judged once (a KernelBench file against its own reference, unles
 all of them). For each timed shape it prints the reference's calibration (its ping, its command with no repetition,
 the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
 block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, and each
-repetition's time and host issue time, in ms), what each side spent outside its own timer a repetition (its block's
-span less its repetitions' times), the parent's figure per block of the candidate, the work the
-reference's watch counted in each of its blocks, and the verdict's figures. It watches judge/wall.judge_timing from
-outside; nothing is changed.
+repetition's time, host issue time and preparation before its call, in ms), what each side spent outside its own
+timer a repetition (its block's span less its repetitions' times), the parent's figure per block of the candidate,
+the work the reference's watch counted in each of its blocks, and the verdict's figures. It watches
+judge/wall.judge_timing from outside; nothing is changed.
 """
 
 from __future__ import annotations
@@ -42,14 +42,20 @@ def watched(side, reference, honest_reps, device):
                 print(f"  {name} first {b.first:3d} reps {b.reps:2d} span {b.seconds * 1e3:7.3f} own mean "
                       f"{sum(times) / len(times):7.3f} seal {b.seal_s * 1e3:6.3f} pin {b.pin_s * 1e3:6.3f} picked "
                       f"{b.picked} {b.pin}")  # fmt: skip
-                issued = timing.facts.get("issue_ms", [])[b.first : b.first + b.reps]
-                print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]}")
+                issued, prepared = (timing.facts.get(key, [])[b.first : b.first + b.reps]
+                                    for key in ("issue_ms", "prepare_ms"))  # fmt: skip
+                print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]} prepare "
+                      f"{[round(t, 3) for t in prepared]}")  # fmt: skip
         for name, timing in (("ref ", reference), ("cand", side)):
             outside = [(b.seconds * 1e3 - sum(times)) / b.reps
                        for b, times in zip(timing.blocks[1:], wall.block_times(timing)[1:], strict=True)]  # fmt: skip
+            prepared = timing.facts.get("prepare_ms") or []  # the GPU's loop alone records it
+            preparing = (f"; its preparation (draw, flush, start event) a median {statistics.median(prepared):.3f} ms"
+                         if prepared else "")  # fmt: skip
             if outside:
                 print(f"  {name} outside its own timer a repetition, the blocks after the first: median "
-                      f"{statistics.median(outside):.3f} ms ({min(outside):.3f}-{max(outside):.3f})")  # fmt: skip
+                      f"{statistics.median(outside):.3f} ms ({min(outside):.3f}-{max(outside):.3f})"
+                      f"{preparing}")  # fmt: skip
         print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
         counted = [ms * b.reps for ms, b in zip(verdict.counted or [], side.blocks, strict=False)]
         print("  the watch's count a block (ms):", [round(ms, 3) for ms in counted])
