@@ -138,7 +138,7 @@ def row(level: int, outcome: dict) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", type=Path)
     parser.add_argument("--journals", type=Path, nargs="+", help="print the rows of kept journals; judge nothing")
@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path, default=Path("runs/identity"))
     parser.add_argument("--budget-s", type=float, default=900.0, help="longest a level's batch may run")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if (args.kernelbench is None) == (args.journals is None):
         parser.error("give --kernelbench to judge the levels, or --journals to read kept ones")
     if args.journals:

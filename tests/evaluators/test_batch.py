@@ -143,6 +143,41 @@ def test_reference_candidates_script_writes_each_reference_in_its_form(tmp_path)
     assert "return ref_kernel(data)" in (tmp_path / "row-scale.py").read_text()
 
 
+def _journal_line(key: str, speedup: float, band: list, seconds: float, set_aside: str = "") -> str:
+    row = {"key": key, "status": "correct", "speedup": speedup, "speedup_band": band, "wall_s": seconds,
+           "set_aside": set_aside, "process_spread": None, "message": ""}  # fmt: skip
+    shape = {"process_floor": 0.01, "band_within": [speedup * 0.999, speedup * 1.001], "speedup": speedup}
+    return json.dumps({"row": row, "result": {"shapes": [shape], "stages": {"total": seconds}}, "strict": None})
+
+
+def test_identity_suites_prints_a_level_run_in_parts_from_its_kept_journals(tmp_path, capsys):
+    """A level stopped by its budget and finished by a second run: the two journals joined, a problem's last line
+    counting; a malformed journal is a one-line usage error."""
+    spec = importlib.util.spec_from_file_location("identity_suites", REPO / "bench" / "identity_suites.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    first, rest = tmp_path / "first.jsonl", tmp_path / "rest.jsonl"
+    awaiting = "no custom kernel; awaiting its strict re-evaluation (a re-run with its candidate runs it)"
+    first.write_text("\n".join([
+        _journal_line("level2/1_A", 1.0, [0.99, 1.01], 2.0),
+        _journal_line("level2/2_B", 1.3, [1.1, 1.5], 3.0, awaiting),  # significant, then rechecked below
+    ]) + "\n")  # fmt: skip
+    rest.write_text("\n".join([
+        _journal_line("level2/2_B", 1.01, [0.95, 1.07], 3.5),
+        _journal_line("level2/3_C", 0.999, [0.985, 1.013], 1.5),
+    ]) + "\n")  # fmt: skip
+    script.main(["--journals", str(first), str(rest)])
+    out = capsys.readouterr().out
+    assert "| 2 | 3/3 | 3 | 0 | 0 | 66.7% of 3 |" in out, out
+    assert out.splitlines()[2].endswith("| 0.999-1.010 | 7.0 |"), out
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"row": {}}\n')
+    with pytest.raises(SystemExit) as stopped:
+        script.main(["--journals", str(broken)])
+    assert stopped.value.code == 2
+    assert "broken.jsonl: not a batch journal" in capsys.readouterr().err
+
+
 def test_a_batch_with_the_compile_baseline_reports_speedups_over_it(tmp_path):
     out = tmp_path / "out"
     args = ["--suite", KERNELBENCH, "--problems", "level1/1_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
