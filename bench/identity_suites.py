@@ -57,9 +57,16 @@ def judge_level(kernelbench: Path, level: int, problems: str, device: str, out: 
     if (results / "suite.json").exists():
         report = json.loads((results / "suite.json").read_text())
     else:  # stopped at the budget: the verdicts reached so far, from the batch's journal
-        # A rechecked candidate has two lines (its first result, then with its strict one): the last one counts.
-        report = {"rows": list({entry["row"]["key"]: entry["row"] for entry in entries}.values())}
+        report = {"rows": last_rows(entries)}
     return {"report": report, "wall_s": wall, "finished": finished, "journal": journal_facts(entries)}
+
+
+def last_rows(entries: list[dict]) -> list[dict]:
+    """The suite rows of a journal's lines, the last of each problem's.
+
+    A rechecked candidate has two lines: its first result, then with its strict one.
+    """
+    return list({entry["row"]["key"]: entry["row"] for entry in entries}.values())
 
 
 def journal_facts(entries: list[dict]) -> dict:
@@ -95,7 +102,7 @@ def from_journals(paths: list[Path]) -> dict[int, dict]:
             raise ValueError(f"{path}: not a batch journal ({type(error).__name__}: {error})") from None
     outcomes = {}
     for level, lines in sorted(entries.items()):
-        rows = list({entry["row"]["key"]: entry["row"] for entry in lines}.values())
+        rows = last_rows(lines)
         wall = sum(r.get("wall_s") or 0.0 for r in rows)
         outcomes[level] = {"report": {"rows": rows}, "wall_s": wall, "finished": True, "journal": journal_facts(lines)}
     return outcomes

@@ -38,7 +38,8 @@ def watched(side, reference, honest_reps, device):
               f"{wall.harness_ms(reference, device):.3f}, seal {wall.seal_ms(reference):.4f}, pin "
               f"{wall.pin_ms(reference):.4f} ms a repetition")  # fmt: skip
         for name, timing in (("ref ", reference), ("cand", side)):
-            for b, times in zip(timing.blocks, wall.block_times(timing), strict=True):
+            block_times = wall.block_times(timing)
+            for b, times in zip(timing.blocks, block_times, strict=True):
                 print(f"  {name} first {b.first:3d} reps {b.reps:2d} span {b.seconds * 1e3:7.3f} own mean "
                       f"{sum(times) / len(times):7.3f} seal {b.seal_s * 1e3:6.3f} pin {b.pin_s * 1e3:6.3f} picked "
                       f"{b.picked} {b.pin}")  # fmt: skip
@@ -46,9 +47,8 @@ def watched(side, reference, honest_reps, device):
                                     for key in ("issue_ms", "prepare_ms"))  # fmt: skip
                 print(f"       times {[round(t, 3) for t in times]} issue {[round(t, 3) for t in issued]} prepare "
                       f"{[round(t, 3) for t in prepared]}")  # fmt: skip
-        for name, timing in (("ref ", reference), ("cand", side)):
             outside = [(b.seconds * 1e3 - sum(times)) / b.reps
-                       for b, times in zip(timing.blocks[1:], wall.block_times(timing)[1:], strict=True)]  # fmt: skip
+                       for b, times in zip(timing.blocks[1:], block_times[1:], strict=True)]  # fmt: skip
             prepared = timing.facts.get("prepare_ms") or []  # the GPU's loop alone records it
             preparing = (f"; its preparation (draw, flush, start event) a median {statistics.median(prepared):.3f} ms"
                          if prepared else "")  # fmt: skip

@@ -73,8 +73,8 @@ class ModelNew(_Honest):
         ends, block = ending_block()
         if ends and block is not None:
             step("last_call")
-        if SPIN_US and ends and block is not None:
-            after_the_loop(spin)
+            if SPIN_US:
+                after_the_loop(spin)
         return y
 """
 
