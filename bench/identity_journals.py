@@ -32,6 +32,8 @@ line of a problem counts). Per journal:
   WATCH_JITTER_MS must cover;
 - each row that had a control (a confirmed change, judge/strict.py): its band as run, and as this checkout's
   `strict.standing` weighs its kept evaluations (the rule may have changed since the run);
+- the seconds of each stage of the evaluations, summed, and the rows whose `build` (the candidate's import and both
+  sides' models made) took longest, with their whole evaluation's seconds;
 - with --shape, that problem's own figures: its baseline, repetitions and every figure its `wall` keeps.
 """
 
@@ -281,6 +283,20 @@ def controlled(path: Path) -> None:
               f"{'significant' if held.measured.significant else 'no significant change'}")  # fmt: skip
 
 
+def stages(path: Path, slowest: int = 3) -> None:
+    """Each stage's seconds summed over the evaluations as first run (not their strict re-runs); the longest builds."""
+    results = [entry["result"] for entry in last_lines(path)]
+    summed: dict[str, float] = {}
+    for result in results:
+        for stage, seconds in (result.get("stages") or {}).items():
+            summed[stage] = summed.get(stage, 0.0) + (seconds or 0.0)
+    print("  stages, s: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(summed.items(), key=lambda kv: -kv[1])))
+    builds = sorted(((r.get("stages") or {}).get("build") or 0.0, (r.get("stages") or {}).get("total") or 0.0,
+                     r.get("problem", "?")) for r in results)  # fmt: skip
+    for build, total, problem in builds[::-1][:slowest]:
+        print(f"  build {build:.1f} s of {total:.1f}: {problem}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("journals", type=Path, nargs="+")
@@ -290,6 +306,7 @@ def main() -> None:
     for path in args.journals:
         summary(path, args.cap)
         controlled(path)
+        stages(path)
         for entry in last_lines(path):
             if entry["row"]["key"] in args.shape:
                 for shape in (entry["strict"] or entry["result"]).get("shapes") or []:
