@@ -7,7 +7,8 @@ all of them). For each timed shape it prints the reference's calibration (its pi
 the harness's work a repetition, its seal and pin per repetition), then every block of both sides (repetitions, the
 block's span, its own timer's mean a call, its seal's, its pin's, the repetitions pinned and the pin's facts, and each
 repetition's time, host issue time and preparation before its call, in ms), what each side spent outside its own
-timer a repetition (its block's span less its repetitions' times), the parent's figure per block of the candidate,
+timer a repetition (its block's span less its repetitions' times) and where its own clocks put that time (host_parts),
+the parent's figure per block of the candidate,
 the work the reference's watch counted in each of its blocks, and the verdict's figures. It watches
 judge/wall.judge_timing from outside; nothing is changed.
 """
@@ -49,19 +50,35 @@ def watched(side, reference, honest_reps, device):
                       f"{[round(t, 3) for t in prepared]}")  # fmt: skip
             outside = [(b.seconds * 1e3 - sum(times)) / b.reps
                        for b, times in zip(timing.blocks[1:], block_times[1:], strict=True)]  # fmt: skip
-            prepared = timing.facts.get("prepare_ms") or []  # the GPU's loop alone records it
-            preparing = (f"; its preparation (draw, flush, start event) a median {statistics.median(prepared):.3f} ms"
-                         if prepared else "")  # fmt: skip
             if outside:
                 print(f"  {name} outside its own timer a repetition, the blocks after the first: median "
                       f"{statistics.median(outside):.3f} ms ({min(outside):.3f}-{max(outside):.3f})"
-                      f"{preparing}")  # fmt: skip
+                      f"{host_parts(timing, block_times)}")  # fmt: skip
         print("  the parent's figure a block:", [round(ms, 4) for ms in verdict.blocks_ms])
         counted = [ms * b.reps for ms, b in zip(verdict.counted or [], side.blocks, strict=False)]
         print("  the watch's count a block (ms):", [round(ms, 3) for ms in counted])
         print(f"  parent {verdict.parent_ms:.4f}, claimed {verdict.claimed_ms:.4f}, slack {verdict.slack_ms:.4f}, "
               f"pin beyond {verdict.pin_excess_ms:.4f} ms a call")  # fmt: skip
     return verdict
+
+
+def host_parts(timing, block_times) -> str:
+    """Where a side's repetitions spent their host time, by its own process's clocks (medians, ms), the GPU's alone.
+
+    Its preparation (hold, draw, flush, start event), the call's issue, the holding of its outputs up to the stream's
+    release, and what the repetition took past its device time (its whole span from preparation to synchronize, less
+    the timer's figure).
+    """
+    facts = timing.facts
+    if not facts.get("prepare_ms"):
+        return ""
+    times = [t for block in block_times for t in block]
+    named = (("prepare_ms", "preparation"), ("issue_ms", "issue"), ("hold_ms", "holding"))
+    parts = [f"{name} {statistics.median(facts[key]):.3f}" for key, name in named if facts.get(key)]
+    whole = facts.get("rep_ms")
+    if whole and len(whole) == len(times):
+        parts.append(f"past its device time {statistics.median(w - t for w, t in zip(whole, times, strict=True)):.3f}")
+    return "; on its own clocks: " + ", ".join(parts)
 
 
 def main() -> None:

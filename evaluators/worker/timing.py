@@ -12,13 +12,15 @@ pins the ones it will check (worker/pins.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
-once the end event is queued (worker/stream_hold.py); the parent's `lead_ms` caps it, and is spun in full where that
+once the end event is queued (worker/stream_hold.py), or before an output's copy, which is the side's own cost on the
+host as on the device; the parent's `lead_ms` caps it, and is spun in full where that
 hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
 that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host
 (bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart. The hold comes before the
 draw: work the call starts on a stream of its own while the timed stream is held finds this repetition's inputs not
 yet written, so the window for it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside
-its time: issuing the call, and preparing it (the draw, the flush and the start event).
+its time: issuing the call, preparing it (the draw, the flush and the start event), holding its outputs up to the
+end event, and the whole repetition to its last synchronize.
 """
 
 from __future__ import annotations
@@ -194,10 +196,16 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
     """The repetitions themselves (see time_reps)."""
     cuda = flush is not None
     lead = cuda and plan.lead_ms > 0
-    times, issued, prepared, held = [], [], [], {}
+    times, issued, prepared, holding, whole, held = [], [], [], [], [], {}
     spans = None if plan.copy_all else []  # the memory of the outputs held as made (trials.hold_as_made)
 
     def copy(tensor):
+        if lead:
+            # A copy is the side's own cost, its host work too: released first, the device runs the call while the
+            # host makes the copy, and the host's work the call does not hide falls between the events. Held to the
+            # end event, that work was outside the timer and inside the parent's clock: an honest call reusing its
+            # buffer (0.23 ms) read 0.03-0.04 ms a repetition beyond it on an H200 and was timing_disputed.
+            clocks.release_stream()
         with keep(plan.held_device != "cpu"):
             return flatten_outputs([tensor], plan.held_device)[0]
 
@@ -211,13 +219,15 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
             clocks.record(starts[i])
             calling = clocks.now()
             output = call(args)
-            issued.append((clocks.now() - calling) * 1e3)
+            returned = clocks.now()
+            issued.append((returned - calling) * 1e3)
             prepared.append((calling - began) * 1e3)
             made, kept = _held_now(output, plan, spans, copy)
             clocks.record(ends[i])
             if lead:
                 # Only now: released before the end event is queued, the host's gap after the call would be timed.
                 clocks.release_stream()
+            holding.append((clocks.now() - returned) * 1e3)
         else:
             calling = clocks.now()
             output = call(args)
@@ -230,6 +240,7 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
+        whole.append((clocks.now() - began) * 1e3)
     if cuda and ended is not None:
         # Before anything else: the reference's watch over the block's host windows begins at this mark, so work
         # queued from here on runs while it watches (worker/window_watch.py, wait_for_mark).
@@ -243,8 +254,8 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
     if not cuda:
         return {"times_ms": times, "label": "interpreter"}, held
-    facts = {"times_ms": times, "issue_ms": issued, "prepare_ms": prepared, "stream_hold": clocks.hold_kind}
-    return facts | {"label": "cuda-events"}, held
+    host = {"issue_ms": issued, "prepare_ms": prepared, "hold_ms": holding, "rep_ms": whole}
+    return {"times_ms": times} | host | {"stream_hold": clocks.hold_kind, "label": "cuda-events"}, held
 
 
 def _held_now(output, plan: TimingPlan, spans: list | None, copy) -> tuple[list, list]:
