@@ -4,8 +4,8 @@ The timing loop holds its stream before each repetition, so that all of the call
 device reaches the start event and the events time the device's work, not the host's (worker/timing.py). A spin of
 a fixed lead did that at the price of the lead: on level2/6 (0.87 ms a call) the lead reached its 2 ms cap, so a
 repetition cost about three calls of device time. Here one thread on the device polls a word of pinned host memory
-(stream_hold.ptx), which the host writes once the repetition's end event is queued: the stream waits as long as the
-host took, and the lead is only a cap. A call that synchronizes inside itself would otherwise deadlock (the device
+(stream_hold.ptx), which the host writes once the call has returned, its launches queued: the stream waits as long as
+the host took, and the lead is only a cap. A call that synchronizes inside itself would otherwise deadlock (the device
 waiting for the host, the host for the device); it waits out the cap instead, as it waited out the spin.
 
 Where the driver's API or the kernel cannot be had (a ROCm build, a driver that cannot JIT the PTX), `load` returns
@@ -26,7 +26,7 @@ PTX = Path(__file__).with_name("stream_hold.ptx")
 
 
 class StreamHold:
-    """The loaded kernel and its pinned word: `hold(cap_ms)` before a repetition's draw, `release()` after its end."""
+    """The loaded kernel and its pinned word: `hold(cap_ms)` before a repetition's draw, `release()` after its call."""
 
     def __init__(self, kernel: ptx_kernel.Kernel, word: torch.Tensor, device_pointer: int):
         self._kernel = kernel

@@ -12,8 +12,8 @@ pins the ones it will check (worker/pins.py).
 
 On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
 queued before the device reaches the start event and the events time the device's work. The host releases the hold
-once the end event is queued (worker/stream_hold.py), or before an output's copy, which is the side's own cost on the
-host as on the device; the parent's `lead_ms` caps it, and is spun in full where that
+as soon as the call returns (worker/stream_hold.py), then holds the outputs and queues the end event while the device
+works; the parent's `lead_ms` caps it, and is spun in full where that
 hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
 that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host
 (bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart. The hold comes before the
@@ -200,12 +200,6 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
     spans = None if plan.copy_all else []  # the memory of the outputs held as made (trials.hold_as_made)
 
     def copy(tensor):
-        if lead:
-            # A copy is the side's own cost, its host work too: released first, the device runs the call while the
-            # host makes the copy, and the host's work the call does not hide falls between the events. Held to the
-            # end event, that work was outside the timer and inside the parent's clock: an honest call reusing its
-            # buffer (0.23 ms) read 0.03-0.04 ms a repetition beyond it on an H200 and was timing_disputed.
-            clocks.release_stream()
         with keep(plan.held_device != "cpu"):
             return flatten_outputs([tensor], plan.held_device)[0]
 
@@ -220,13 +214,17 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
             calling = clocks.now()
             output = call(args)
             returned = clocks.now()
+            if lead:
+                # Released once the call's launches are queued: the device runs the draw, the flush and the call while
+                # the host holds the outputs, on both sides alike, and what that holding takes beyond them falls
+                # between the events. Held to the end event, it fell outside the timer and inside the parent's clock,
+                # where a side whose holding costs more than the other's (a copy of a reused buffer: 0.03-0.04 ms a
+                # repetition on an H200) read as doing work its timer hid: an honest call was timing_disputed.
+                clocks.release_stream()
             issued.append((returned - calling) * 1e3)
             prepared.append((calling - began) * 1e3)
             made, kept = _held_now(output, plan, spans, copy)
             clocks.record(ends[i])
-            if lead:
-                # Only now: released before the end event is queued, the host's gap after the call would be timed.
-                clocks.release_stream()
             holding.append((clocks.now() - returned) * 1e3)
         else:
             calling = clocks.now()

@@ -1,5 +1,5 @@
-"""The worker's timing loop on a GPU: the stream held before each repetition's draw and released after its end
-event, its host times reported; the hold's fallback to a spin; the side-stream probe's reading.
+"""The worker's timing loop on a GPU: the stream held before each repetition's draw and released once its call
+returns, its host times reported; the hold's fallback to a spin; the side-stream probe's reading.
 
 Run with stand-ins for the device (CPU tensors, events that only log), so the order of what is queued is checked
 on any machine; what the hold does to the timing is measured by bench/probes/launch_bound.py and
@@ -76,13 +76,14 @@ def _looped(lead_ms: float, reps: int = 3):
     return facts, log
 
 
-def test_the_stream_is_held_before_the_inputs_exist_and_released_once_the_end_is_queued():
-    """Hold, draw, flush, start, call, end, release: work the call starts beside the held stream finds no inputs
-    yet, and the device starts only once the end event is queued, so no host gap falls between the events."""
+def test_the_stream_is_held_before_the_inputs_exist_and_released_once_the_call_returns():
+    """Hold, draw, flush, start, call, release, end: work the call starts beside the held stream finds no inputs
+    yet, and the device starts only once the call's launches are queued, so no host gap of the call's falls between
+    the events; the device's draw, flush and call then overlap the host's holding of the outputs, on both sides."""
     facts, log = _looped(lead_ms=0.2)
     for i in range(3):
         rep = log[i * 8 : (i + 1) * 8]
-        assert rep == ["hold 0.2", "draw", "flush", f"record start{i}", "call", f"record end{i}", "release", "sync"]
+        assert rep == ["hold 0.2", "draw", "flush", f"record start{i}", "call", "release", f"record end{i}", "sync"]
     assert facts["times_ms"] == [0.25] * 3
     assert facts["stream_hold"] == "logged"
     # Host times per repetition: the call's issue (one tick), its preparation from the hold (draw, flush, start).
