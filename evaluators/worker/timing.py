@@ -10,17 +10,16 @@ them, copied only where the call reuses a buffer or returns a view, and then ins
 (trials.hold_as_made). The block's seal, the command right behind it, hands them over; on the device the reference then
 pins the ones it will check (worker/pins.py).
 
-On a GPU each repetition first holds the stream, then draws the inputs and flushes, so the call's launches are
-queued before the device reaches the start event and the events time the device's work. The host releases the hold
-as soon as the call returns (worker/stream_hold.py), then holds the outputs and queues the end event while the device
-works; the parent's `lead_ms` caps it, and is spun in full where that
-hold cannot load. Unheld, a call that issues slower than the device runs it is timed at its host thread's speed, and
-that speed differed up to 2.6x between fresh processes on one pinned core of an H100 host
-(bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x apart. The hold comes before the
-draw: work the call starts on a stream of its own while the timed stream is held finds this repetition's inputs not
-yet written, so the window for it stays the flush's (docs/CONTRACTS.md). Each call's host times are reported beside
-its time: issuing the call, preparing it (the draw, the flush and the start event), holding its outputs up to the
-end event, and the whole repetition to its last synchronize.
+On a GPU each repetition draws the inputs, flushes, then holds the stream, so the call's launches are queued before
+the device reaches the start event and the events time the device's work. The host releases the hold as soon as the
+call returns (worker/stream_hold.py), then holds the outputs and queues the end event while the device works; the
+parent's `lead_ms` caps it, and is spun in full where that hold cannot load. Unheld, a call that issues slower than
+the device runs it is timed at its host thread's speed, and that speed differed up to 2.6x between fresh processes on
+one pinned core of an H100 host (bench/probes/launch_bound.py): the same reference, in two processes, 1.6-1.8x
+apart. Work the call starts on a stream of its own can run from the draw's end to the start event: the flush, and the
+hold's wait for the rest of the call's issue, host time on the parent's clock (docs/CONTRACTS.md).
+Each call's host times are reported beside its time: issuing the call, preparing it (the draw, the flush, the hold and
+the start event), holding its outputs up to the end event, and the whole repetition to its last synchronize.
 """
 
 from __future__ import annotations
@@ -99,7 +98,7 @@ class TimingPlan:
     flush_mb: int
     timing_sets: int
     held_device: str  # where held outputs live ("cpu" when the device has no room)
-    lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's draw (cuda; 0: no hold)
+    lead_ms: float = 0.0  # the cap of the stream's hold before each repetition's call (cuda; 0: no hold)
     copy_all: bool = False  # every held output copied: the call reuses its buffers (trials.hold_as_made)
 
 
@@ -205,21 +204,22 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
 
     for i, rep in enumerate(numbers):
         began = clocks.now()
-        if lead:
-            clocks.hold_stream(plan.lead_ms)
         args = pool.draw(rep_seed(plan.nonce, shape, i))
         if cuda:
             flush.zero_()
+            if lead:
+                # Held after the draw and the flush, released as the call returns: the device draws and flushes while
+                # the host issues the call, and runs the call while the host holds its outputs, on both sides. The
+                # hold's word is in the candidate's process, so a side may release it early or never queue the hold;
+                # what that overlaps must be overlapped by every side, or the parent credits the reference's serial
+                # harness as room: held before the draw, a red team that queued no hold read 1.5-1.6x on a call of
+                # 0.95x; held to the end event, an honest copy of a reused buffer read timing_disputed.
+                clocks.hold_stream(plan.lead_ms)
             clocks.record(starts[i])
             calling = clocks.now()
             output = call(args)
             returned = clocks.now()
             if lead:
-                # Released once the call's launches are queued: the device runs the draw, the flush and the call while
-                # the host holds the outputs, on both sides alike, and what that holding takes beyond them falls
-                # between the events. Held to the end event, it fell outside the timer and inside the parent's clock,
-                # where a side whose holding costs more than the other's (a copy of a reused buffer: 0.03-0.04 ms a
-                # repetition on an H200) read as doing work its timer hid: an honest call was timing_disputed.
                 clocks.release_stream()
             issued.append((returned - calling) * 1e3)
             prepared.append((calling - began) * 1e3)

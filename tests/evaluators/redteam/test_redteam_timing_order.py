@@ -722,6 +722,10 @@ VARIANTS = {
 }
 
 
+FORGED_TIMERS = ["few_reps_forge", "outlast_the_drain", "leave_through_windows", "finish_before_watch",
+                 "flood_the_marks", "unheld_room", "defer_into_hold"]  # fmt: skip
+
+
 def _honest_and_attacked(cache_dir, attack: str):
     """good_triton, and good_triton with timing/shared.py and the attack appended: they differ only in the attack."""
     if not torch.cuda.is_available():
@@ -756,9 +760,7 @@ def test_gpu_work_left_for_the_references_block_does_not_raise_the_baseline(cach
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(
-    "attack", ["few_reps_forge", "outlast_the_drain", "leave_through_windows", "finish_before_watch", "flood_the_marks"]
-)
+@pytest.mark.parametrize("attack", FORGED_TIMERS)
 def test_gpu_a_forged_timer_is_not_believed(cache_dir, attack):
     """Not correct (outlast_the_drain's work ends with its processes: a runtime_error), flagged, or no faster than the
     same kernel honestly timed."""
