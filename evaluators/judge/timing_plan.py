@@ -33,12 +33,12 @@ after its block, in a later block or command, can change what is checked, and no
 how it will be checked. A block holds no more repetitions than the device keeps outputs of at once (the layout's
 `retained`); a shape needs more blocks where its outputs are large.
 
-On a GPU both sides' repetitions hold the stream until their host has queued them (worker/stream_hold.py), so the
-events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
+On a GPU both sides' repetitions hold the stream until their host has queued the call (worker/stream_hold.py), so
+the events time the device's work, not the host thread's launches; the lead caps that hold, the same for both sides
 (a call that synchronizes inside itself waits it out; where the hold cannot load, it is spun in full). It is sized
 from the reference's rehearsal: LEAD_FACTOR times its issue time per call, which covers a process that issues the
 same calls 2.6x slower (bench/probes/launch_bound.py), and PREPARE_FACTOR times its host time to draw the inputs and
-flush, which come after the hold.
+flush. The hold came before those until 62836f6 and now follows them, so that part only loosens the cap.
 """
 
 from __future__ import annotations
