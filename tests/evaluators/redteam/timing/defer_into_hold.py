@@ -2,7 +2,8 @@
 unwritten and leaves its pass to the next repetition, whose hold (worker/stream_hold.load's cached instance, its
 `hold` wrapped on the instance) launches it on a stream of its own while the host goes on preparing; the block's last
 pass runs from a finalizer after the loop. A red team of 2026-11-29 (from the code) aimed it at the time the device
-idles under the hold; it read `timing_disputed` in both of two runs on an H200 with the hold before the draw.
+idles under the hold; it read `timing_disputed` in both of two runs on an H200 with the hold before the draw, and
+in the one run after it moved (62836f6).
 """
 
 from evaluators.worker import stream_hold as _stream_hold
