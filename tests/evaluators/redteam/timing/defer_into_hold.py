@@ -4,7 +4,7 @@ unwritten and leaves its pass to the next repetition, whose hold (worker/stream_
 pass runs from a finalizer after the loop. A red team of 2026-11-29 (from the code) aimed it at the time the device
 idles under the hold; its own form (a timed 0.1 ms spin beside the deferred pass) read `timing_disputed` in both of
 two runs on an H200 with the hold before the draw, and in the one run after it moved (62836f6), where this form
-was not believed either (test_gpu_a_forged_timer_is_not_believed).
+passed test_gpu_a_forged_timer_is_not_believed too.
 """
 
 from evaluators.worker import stream_hold as _stream_hold

@@ -6,7 +6,8 @@ host went on, and the parent credited the reference's host time, spent in turn w
 that room held the pass, and the attack read 1.49x and 1.61x on an H200 for work whose honest control read 0.98x.
 The hold now comes after the draw and the flush on both sides; at 62836f6 the red team's own form (a 0.1 ms spin
 timed, then the pass) read `timing_disputed` in both of two runs (0.80x and 0.85x at the parent's figure), and
-this one, the whole pass after the end event, was not believed (test_gpu_a_forged_timer_is_not_believed).
+this one, the whole pass after the end event, passed test_gpu_a_forged_timer_is_not_believed (flagged, or no
+faster than the honest kernel).
 """
 
 from evaluators.worker import stream_hold as _stream_hold
