@@ -26,7 +26,7 @@ PTX = Path(__file__).with_name("stream_hold.ptx")
 
 
 class StreamHold:
-    """The loaded kernel and its pinned word: `hold(cap_ms)` before a repetition's draw, `release()` after its call."""
+    """The loaded kernel and its pinned word: `hold(cap_ms)` before a repetition's call, `release()` after it."""
 
     def __init__(self, kernel: ptx_kernel.Kernel, word: torch.Tensor, device_pointer: int):
         self._kernel = kernel

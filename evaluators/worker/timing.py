@@ -213,7 +213,7 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
                 # hold's word is in the candidate's process, so a side may release it early or never queue the hold;
                 # what that overlaps must be overlapped by every side, or the parent credits the reference's serial
                 # harness as room: held before the draw, a red team that queued no hold read 1.5-1.6x on a call of
-                # 0.95x; held to the end event, an honest copy of a reused buffer read timing_disputed.
+                # 0.98x; held to the end event, an honest copy of a reused buffer read timing_disputed.
                 clocks.hold_stream(plan.lead_ms)
             clocks.record(starts[i])
             calling = clocks.now()
