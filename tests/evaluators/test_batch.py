@@ -514,7 +514,11 @@ def test_a_real_strict_re_evaluation_clears_a_speedup_flagged_as_implausible(tmp
     out = tmp_path / "out"
     args = ["--suite", KERNELBENCH, "--problems", "level1/1_*", "--candidates", str(CANDIDATES), "--device", "cpu"]
     assert batch.main([*args, "--out", str(out)]) == 0
-    first, both = lines(out)
+    # A control follows where the two runs' band reaches within two processes' reach of no change: on this machine's
+    # interpreter timings it may (a CI run read 0.0469x, then 0.0212x, and submitted one).
+    first, *later = lines(out)
+    both = later[-1]
+    assert len(later) == 1 or (len(later) == 2 and both["control"] is not None), later
     assert first["strict"] is None and [flag["code"] for flag in first["result"]["flags"]] == ["beyond_plausible"]
     assert both["result"] == first["result"] and both["strict"]["strict"] and both["strict"]["status"] == "correct"
     (row,) = report(out)["rows"]
