@@ -285,14 +285,13 @@ def controlled(path: Path) -> None:
 
 def stages(path: Path, slowest: int = 3) -> None:
     """Each stage's seconds summed over the evaluations as first run (not their strict re-runs); the longest builds."""
-    results = [entry["result"] for entry in last_lines(path)]
+    timed = [(entry["result"].get("stages") or {}, entry["result"].get("problem", "?")) for entry in last_lines(path)]
     summed: dict[str, float] = {}
-    for result in results:
-        for stage, seconds in (result.get("stages") or {}).items():
+    for spent, _ in timed:
+        for stage, seconds in spent.items():
             summed[stage] = summed.get(stage, 0.0) + (seconds or 0.0)
     print("  stages, s: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(summed.items(), key=lambda kv: -kv[1])))
-    builds = sorted(((r.get("stages") or {}).get("build") or 0.0, (r.get("stages") or {}).get("total") or 0.0,
-                     r.get("problem", "?")) for r in results)  # fmt: skip
+    builds = sorted((spent.get("build") or 0.0, spent.get("total") or 0.0, problem) for spent, problem in timed)
     for build, total, problem in builds[::-1][:slowest]:
         print(f"  build {build:.1f} s of {total:.1f}: {problem}")
 

@@ -65,8 +65,8 @@ def watched(side, reference, honest_reps, device):
 def host_parts(timing, block_times) -> str:
     """Where a side's repetitions spent their host time, by its own process's clocks (medians, ms), the GPU's alone.
 
-    Its preparation (hold, draw, flush, start event), the call's issue, the holding of its outputs up to the stream's
-    release, and what the repetition took past its device time (its whole span from preparation to synchronize, less
+    Its preparation (draw, flush, hold, start event), the call's issue, the holding of its outputs up to the end event,
+    and what the repetition took past its device time (its whole span from preparation to synchronize, less
     the timer's figure).
     """
     facts = timing.facts
@@ -75,7 +75,7 @@ def host_parts(timing, block_times) -> str:
     times = [t for block in block_times for t in block]
     named = (("prepare_ms", "preparation"), ("issue_ms", "issue"), ("hold_ms", "holding"))
     parts = [f"{name} {statistics.median(facts[key]):.3f}" for key, name in named if facts.get(key)]
-    whole = facts.get("rep_ms")
+    whole = facts.get("whole_ms")
     if whole and len(whole) == len(times):
         parts.append(f"past its device time {statistics.median(w - t for w, t in zip(whole, times, strict=True)):.3f}")
     return "; on its own clocks: " + ", ".join(parts)

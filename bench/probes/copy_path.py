@@ -74,7 +74,7 @@ def way(call, copy_all: bool, pooled: bool, args) -> dict[str, float]:
         if block == 0:
             continue  # its first run loads kernels, and the copying way times its first block twice
         times = facts["times_ms"]
-        past = [w - t for w, t in zip(facts["rep_ms"], times, strict=True)]
+        past = [w - t for w, t in zip(facts["whole_ms"], times, strict=True)]
         host = {key: statistics.median(facts[f"{name}_ms"]) for key, name in
                 (("preparation", "prepare"), ("issue", "issue"), ("holding", "hold"))}  # fmt: skip
         figures = (

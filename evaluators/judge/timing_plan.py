@@ -322,7 +322,7 @@ class Side:
         reply = self.call(command, "timing", None if pin is None else lambda r: pinned.append(pin(first, reps, r.then)))
         seal = reply.then  # an "error" for either was raised by `call` (the candidate's, or the reference's)
         facts = self.timing.facts
-        for key in ("times_ms", "issue_ms", "prepare_ms", "hold_ms", "rep_ms"):
+        for key in ("times_ms", "issue_ms", "prepare_ms", "hold_ms", "whole_ms"):
             values = reply.meta.get(key)
             # Joined as sent: a block short of its repetitions leaves the whole short (judged malformed).
             facts[key] = facts.get(key, []) + (values if isinstance(values, list) else [])

@@ -238,7 +238,8 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
         # Each repetition ends with the device idle: a candidate that synchronizes inside its call then costs the
         # parent's clock what the reference's does, whatever the overlap of the harness's own work would have been.
         clocks.sync()
-        whole.append((clocks.now() - began) * 1e3)
+        if cuda:
+            whole.append((clocks.now() - began) * 1e3)
     if cuda and ended is not None:
         # Before anything else: the reference's watch over the block's host windows begins at this mark, so work
         # queued from here on runs while it watches (worker/window_watch.py, wait_for_mark).
@@ -252,7 +253,7 @@ def _loop(call, pool: InputPool, plan: TimingPlan, clocks: Clocks, shape: int, k
         times = [clocks.elapsed(s, e) for s, e in zip(starts, ends, strict=True)]
     if not cuda:
         return {"times_ms": times, "label": "interpreter"}, held
-    host = {"issue_ms": issued, "prepare_ms": prepared, "hold_ms": holding, "rep_ms": whole}
+    host = {"issue_ms": issued, "prepare_ms": prepared, "hold_ms": holding, "whole_ms": whole}
     return {"times_ms": times} | host | {"stream_hold": clocks.hold_kind, "label": "cuda-events"}, held
 
 
