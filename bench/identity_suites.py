@@ -7,14 +7,16 @@
 PATH is a KernelBench checkout (or its KernelBench/ folder); nothing of it is copied here. Per level, each problem's
 reference becomes its candidate (bench/reference_candidates.py) and `python -m evaluators.batch` judges the level.
 Prints one row per level: problems judged of those selected, correct, set aside by no hard flag but `no_custom_kernel`
-(the reference has no kernel of its own), other hard flags, speedups read as significant (the noise band excludes 1.0,
-once the batch's strict run in other processes confirmed it and a control, the reference judged as itself again, did not
-show it too: an honest evaluator says none), the share of timed problems whose band's half-width is at most 2 %, the
-median half-width, the median of the process floor the bands hold (judge/bands.py) and of the half-width before it (the
-blocks' own band, `band_within`: what a floor of another size would be added to), the extreme speedups, and the wall
-time; then the failures, flags, significant speedups, the rows weighed against a control (with the spread that widened
-their bands) and the five slowest evaluations of each level. Each level's suite.json and journal stay under --out. Level
-4 is left out: its problems load model weights from a hub, which the machines measured on cannot reach.
+(the reference has no kernel of its own), other hard flags, rows whose timer the parent's clock disputed in either
+evaluation (their figure the parent's: `timing_disputed`, soft), speedups read as significant (the noise band excludes
+1.0, once the batch's strict run in other processes confirmed it and a control, the reference judged as itself again,
+did not show it too: an honest evaluator says none), the share of timed problems whose band's half-width is at most
+2 %, the median half-width, the median of the process floor the bands hold (judge/bands.py) and of the half-width
+before it (the blocks' own band, `band_within`: what a floor of another size would be added to), the extreme speedups,
+and the wall time; then the failures, flags, disputes, significant speedups, the rows weighed against a control (with
+the spread that widened their bands) and the five slowest evaluations of each level. Each level's suite.json and
+journal stay under --out. Level 4 is left out: its problems load model weights from a hub, which the machines measured
+on cannot reach.
 
 With --journals it judges nothing: it prints the same rows from kept journals (`results.jsonl`, or `.jsonl.gz`), the
 journals of one level joined (a level run in parts: the last line of a problem counts). Their wall column is then the
@@ -70,10 +72,11 @@ def last_rows(entries: list[dict]) -> list[dict]:
 
 
 def journal_facts(entries: list[dict]) -> dict:
-    """From the batch's journal, per problem: its evaluation's seconds and the widest process floor of its shapes."""
+    """Per problem of a batch's journal: its evaluation's seconds, its shapes' widest process floor, any dispute."""
     facts = {}
     for entry in entries:
         result = entry["strict"] or entry["result"]
+        flags = [f.get("code") for run in (entry["result"], entry["strict"] or {}) for f in run.get("flags", [])]
         shapes = result.get("shapes", [])
         floors = [s["process_floor"] for s in shapes if s.get("process_floor") is not None]
         within = [
@@ -81,7 +84,8 @@ def journal_facts(entries: list[dict]) -> dict:
         ]
         seconds = result.get("stages", {}).get("total")
         facts[entry["row"]["key"]] = {"seconds": seconds, "floor": max(floors, default=None),
-                                      "within": max(within, default=None)}  # fmt: skip
+                                      "within": max(within, default=None),
+                                      "disputed": "timing_disputed" in flags}  # fmt: skip
     return facts
 
 
@@ -130,6 +134,7 @@ def row(level: int, outcome: dict) -> dict:
         "judged": len(judged),
         "correct": len(correct),
         "other_hard_flags": [(r["key"], r["set_aside"]) for r in other_flags],
+        "disputed": [key for key, f in outcome["journal"].items() if f.get("disputed")],
         "failed": [(r["key"], r["status"], r["message"][:100]) for r in judged if r["status"] != "correct"],
         "significant": [(r["key"], r["speedup"], r["speedup_band"]) for r in significant],
         "controlled": [(r["key"], r["speedup"], r["process_spread"]) for r in correct if r.get("process_spread")],
@@ -183,9 +188,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def print_header() -> None:
-    print("| level | judged | correct | other hard flags | significant | band half-width <= 2 % | half-width median "
-          "| process floor median | before the floor | speedups | wall s |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| level | judged | correct | other hard flags | disputed | significant | band half-width <= 2 % "
+          "| half-width median | process floor median | before the floor | speedups | wall s |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def print_row(r: dict) -> None:
@@ -194,13 +199,13 @@ def print_row(r: dict) -> None:
     medians = [f"{r[k]:.2%}" if r[k] is not None else "-"
                for k in ("half_width_median", "floor_median", "within_median")]  # fmt: skip
     print(f"| {r['level']} | {r['judged']}/{r['selected']}{'' if r['finished'] else ' (stopped)'} | {r['correct']} "
-          f"| {len(r['other_hard_flags'])} | {len(r['significant'])} | {narrow} | {medians[0]} | {medians[1]} "
-          f"| {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
+          f"| {len(r['other_hard_flags'])} | {len(r['disputed'])} | {len(r['significant'])} | {narrow} | {medians[0]} "
+          f"| {medians[1]} | {medians[2]} | {span} | {r['wall_s']} |", flush=True)  # fmt: skip
 
 
 def print_details(rows: list[dict]) -> None:
     for r in rows:
-        for what in ("failed", "other_hard_flags", "significant", "controlled", "slowest"):
+        for what in ("failed", "other_hard_flags", "disputed", "significant", "controlled", "slowest"):
             for item in r[what]:
                 print(f"level {r['level']} {what}: {item}")
 

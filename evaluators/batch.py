@@ -3,8 +3,8 @@
 Candidates are matched to problems by file name: KernelBench's `level_L_problem_N_sample_S_kernel.py` (as its
 eval_from_generations names them), else `<problem key>.py` (`level1/19_ReLU.py`), else `<problem name>.py`. Verdicts go
 to OUT/results.jsonl as they finish; a re-run skips the problems already judged. Then OUT/suite.md and OUT/suite.json. A
-correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible, timing_disputed,
-side_stream, problem_changed) gets one, submitted through the same executor the moment its first result is in, and so
+correct candidate set aside only by flags a strict re-evaluation may clear (beyond_plausible, side_stream, unwatched,
+problem_changed) gets one, submitted through the same executor the moment its first result is in, and so
 does every correct candidate with a significant gain, or a significant slowdown within reach of two processes (unless a
 hard flag other than no_custom_kernel set it aside), to confirm it in other processes. Where the strict run holds, the
 two count together (the slower one's figures, bands spanning both: evaluators/judge/strict.py); otherwise the candidate

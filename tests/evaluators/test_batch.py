@@ -143,11 +143,12 @@ def test_reference_candidates_script_writes_each_reference_in_its_form(tmp_path)
     assert "return ref_kernel(data)" in (tmp_path / "row-scale.py").read_text()
 
 
-def _journal_line(key: str, speedup: float, band: list, seconds: float, set_aside: str = "") -> str:
+def _journal_line(key: str, speedup: float, band: list, seconds: float, set_aside: str = "", flags=()) -> str:
     row = {"key": key, "status": "correct", "speedup": speedup, "speedup_band": band, "wall_s": seconds,
            "set_aside": set_aside, "process_spread": None, "message": ""}  # fmt: skip
     shape = {"process_floor": 0.01, "band_within": [speedup * 0.999, speedup * 1.001], "speedup": speedup}
-    return json.dumps({"row": row, "result": {"shapes": [shape], "stages": {"total": seconds}}, "strict": None})
+    result = {"shapes": [shape], "stages": {"total": seconds}, "flags": [{"code": code} for code in flags]}
+    return json.dumps({"row": row, "result": result, "strict": None})
 
 
 def test_identity_suites_prints_a_level_run_in_parts_from_its_kept_journals(tmp_path, capsys):
@@ -164,11 +165,12 @@ def test_identity_suites_prints_a_level_run_in_parts_from_its_kept_journals(tmp_
     ]) + "\n")  # fmt: skip
     rest.write_text("\n".join([
         _journal_line("level2/2_B", 1.01, [0.95, 1.07], 3.5),
-        _journal_line("level2/3_C", 0.999, [0.985, 1.013], 1.5),
+        _journal_line("level2/3_C", 0.999, [0.985, 1.013], 1.5, flags=["timing_disputed"]),
     ]) + "\n")  # fmt: skip
     script.main(["--journals", str(first), str(rest)])
     out = capsys.readouterr().out
-    assert "| 2 | 3/3 | 3 | 0 | 0 | 66.7% of 3 |" in out, out
+    assert "| 2 | 3/3 | 3 | 0 | 1 | 0 | 66.7% of 3 |" in out, out
+    assert "level 2 disputed: level2/3_C" in out, out
     assert out.splitlines()[2].endswith("| 0.999-1.010 | 7.0 |"), out
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"row": {}}\n')
@@ -313,7 +315,7 @@ def test_a_speedup_a_strict_run_clears_counts_by_the_strict_runs_measurement(tmp
     ("strict", "says"),
     [
         (verdict(None, status="incorrect", strict=True), "the strict re-evaluation: incorrect"),
-        (verdict(11.8, "timing_disputed", strict=True), "the strict re-evaluation: still timing_disputed at 11.8x"),
+        (verdict(11.8, "unwatched", strict=True), "the strict re-evaluation: still unwatched at 11.8x"),
         (verdict(11.8, "side_stream", strict=True), "the strict re-evaluation: still side_stream at 11.8x"),
     ],
 )
@@ -358,14 +360,12 @@ def test_a_strict_run_lost_is_run_again_on_a_rerun_and_the_first_never_is(tmp_pa
     from evaluators.executors.local import InfrastructureError
 
     lost = InfrastructureError("evaluation not judged: the node died")
-    verdicts = Verdicts({"2_Relu": verdict(12.4, "timing_disputed"), "1_Scale_by_two": verdict(1.2)}, {"2_Relu": lost})
+    verdicts = Verdicts({"2_Relu": verdict(12.4, "side_stream"), "1_Scale_by_two": verdict(1.2)}, {"2_Relu": lost})
     monkeypatch.setattr(evaluators, "evaluate", verdicts)
     out = tmp_path / "out"
     assert batch.main([*LEVEL1, "--out", str(out)]) == 0
     relu = next(row for row in report(out)["rows"] if row["key"] == RELU)
-    assert relu["set_aside"].startswith(
-        "timing_disputed at 12.4x; its strict re-evaluation failed (InfrastructureError"
-    )
+    assert relu["set_aside"].startswith("side_stream at 12.4x; its strict re-evaluation failed (InfrastructureError")
     assert [line["strict"] for line in lines(out)] == [None, None]  # the first kept; the lost strict run not
 
     verdicts.calls.clear()

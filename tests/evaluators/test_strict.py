@@ -40,7 +40,7 @@ def test_the_strict_run_keeps_the_first_runs_options_with_more_trials():
     assert {"strict", "trials"} <= strict_options().model_fields_set
 
 
-@pytest.mark.parametrize("codes", [("beyond_plausible",), ("timing_disputed",), ("side_stream", "monkey_patch")])
+@pytest.mark.parametrize("codes", [("beyond_plausible",), ("unwatched",), ("side_stream", "monkey_patch")])
 def test_a_correct_result_set_aside_by_clearable_flags_is_due_one_strict_run(codes):
     assert recheck_due(result(12.0, *codes))
 
@@ -50,6 +50,7 @@ def test_a_correct_result_set_aside_by_clearable_flags_is_due_one_strict_run(cod
     [
         result(1.5),  # nothing set aside
         result(1.5, "monkey_patch"),  # soft flags set nothing aside
+        result(1.5, "timing_disputed"),  # its figure is the parent's clock's already
         result(12.0, "beyond_plausible", "no_custom_kernel"),
         result(12.0, "beyond_roofline"),
         result(12.0, "beyond_plausible", status="incorrect"),
@@ -66,10 +67,10 @@ def test_a_strict_correct_result_not_set_aside_clears_and_its_measurement_counts
 
 
 def test_a_cleared_candidate_counts_the_lesser_of_its_two_speedups():
-    # The first's figure is the parent's where its timer was disputed: clearing says the flag did not come back.
-    first, strict = result(1.4, "timing_disputed"), result(3.0, strict=True)
+    # The first's figure counts its work on other streams: clearing says the flag did not come back.
+    first, strict = result(1.4, "side_stream"), result(3.0, strict=True)
     assert standing(first, strict) == Standing(measured=first, set_aside=None, cleared=True, rechecked=True)
-    unmeasured = result(None, "timing_disputed")  # no figure to weigh: the strict one counts
+    unmeasured = result(None, "side_stream")  # no figure to weigh: the strict one counts
     assert standing(unmeasured, strict).measured == strict
 
 
@@ -77,7 +78,7 @@ def test_a_cleared_candidate_counts_the_lesser_of_its_two_speedups():
     ("strict", "says"),
     [
         (result(12.0), "the re-evaluation was not strict"),
-        (result(12.0, "timing_disputed", strict=True), "the strict re-evaluation: still timing_disputed happened"),
+        (result(12.0, "side_stream", strict=True), "the strict re-evaluation: still side_stream happened"),
         (result(0.0, status="incorrect", strict=True, message="timed repetition 3 differs"), "repetition 3 differs"),
     ],
 )
@@ -141,7 +142,7 @@ def test_runs_that_disagree_on_the_direction_show_no_change():
     ("strict", "says"),
     [
         (result(0.0, status="incorrect", strict=True, message="trial 4 differs"), "trial 4 differs"),
-        (result(1.3, "timing_disputed", strict=True, band=(1.2, 1.4)), "timing_disputed happened"),
+        (result(1.3, "side_stream", strict=True, band=(1.2, 1.4)), "side_stream happened"),
         (result(1.3, band=(1.25, 1.35)), "was not strict"),
     ],
 )
@@ -159,12 +160,12 @@ def test_a_suites_row_set_aside_for_good_still_gets_its_change_confirmed():
 
 
 def test_what_a_confirming_run_of_a_row_set_aside_for_good_found_beyond_it_is_said():
-    """level1/87 on two H200s: set aside by no_custom_kernel, its confirming strict run disputed; the row carried the
-    strict run's figures and said nothing of the dispute."""
+    """level1/87 on two H200s: set aside by no_custom_kernel, its confirming strict run hard-flagged (a dispute, hard
+    then); the row carried the strict run's figures and said nothing of the flag."""
     first = result(1.01, "no_custom_kernel", band=(1.0, 1.03))
-    held = standing(first, result(0.87, "no_custom_kernel", "timing_disputed", strict=True, band=(0.84, 0.9)))
+    held = standing(first, result(0.87, "no_custom_kernel", "side_stream", strict=True, band=(0.84, 0.9)))
     assert held.set_aside == ("no_custom_kernel happened (no strict re-evaluation clears this); the strict "
-                              "re-evaluation: timing_disputed happened")  # fmt: skip
+                              "re-evaluation: side_stream happened")  # fmt: skip
 
 
 def test_a_flag_in_the_first_run_buys_no_narrower_band_than_a_clean_one():

@@ -143,8 +143,8 @@ def test_a_row_cleared_by_its_strict_run_counts_by_the_strict_runs_measurement(t
     held = row_from_result("cheat", first, strict=flagged_result(0.0, status="incorrect", strict=True))
     assert held.rechecked and not held.cleared_by_strict and not held.fast(0) and held.speedup == 12.0
     assert held.set_aside.startswith("beyond_plausible: 12.0x; the strict re-evaluation: incorrect")
-    disputed = row_from_result("disputed", first, strict=flagged_result(11.0, "timing_disputed", strict=True))
-    assert not disputed.fast(0) and disputed.set_aside.endswith("still timing_disputed: 11.0x")
+    disputed = row_from_result("disputed", first, strict=flagged_result(11.0, "side_stream", strict=True))
+    assert not disputed.fast(0) and disputed.set_aside.endswith("still side_stream: 11.0x")
     machine = {"gpu": None, "gpus": 0, "cpu": "c", "torch": "2.x", "python": "3.11", "executor": "local: cpu"}
     table = [row, held, disputed, row_from_result("honest", flagged_result(1.5))]
     summary = summarize(table)
