@@ -1,8 +1,8 @@
 """Honest: a busy-wait of SPIN_MS on the device (standing for a kernel's own extra work), then the one-program-a-row
 Triton pass, both on the timed stream, in order. Its issue (two launches, one through Triton's launcher) takes the
-host longer than the reference's two aten launches. A red team's control of this form (its file not kept) was
-`timing_disputed` on an H200 in 1 of 3 evaluations at a 0.1 ms spin and 2 of 4 at 0.025 ms (docs/BENCHMARKS.md, "How
-far an honest timer sits below the parent's clock"); this file has not run on a GPU yet."""
+host longer than the reference's two aten launches, which the parent's clock counts and its timer does not: on an H200
+its timer was disputed in 8 of 14 evaluations, its figure then the parent's (docs/BENCHMARKS.md, "How far an honest
+timer sits below the parent's clock")."""
 
 import torch
 import torch.nn as nn
