@@ -1,10 +1,11 @@
 """Findings: one line per experiment on what its measured outcome teaches, written from the numbers and the plan.
 
 Deterministic on purpose, not an LLM call: a finding restates what was measured (status, change over the parent
-against the plan's expected range, the roofline bound, per-shape direction, anti-cheat verdicts) and draws the
-lesson that follows from it for the plan's own mechanism (held, held less than planned, did not touch the
-bottleneck, cost time), naming what was borrowed from the reference. So it cannot invent an outcome, costs
-nothing, replays identically and is bounded in length. The selector and the designer read these lines.
+against the plan's expected range, the roofline bound, per-shape direction, anti-cheat verdicts, where the figure
+holds the calls' host time) and draws the lesson that follows from it for the plan's own mechanism (held, held less
+than planned, did not touch the bottleneck, cost time), naming what was borrowed from the reference. So it cannot
+invent an outcome, costs nothing, replays identically and is bounded in length. The selector and the designer read
+these lines.
 
 `finding_for(record, parent) -> str`, e.g. "c0005 'SiLU through exp2': no gain (+0%) over c0002, below its
 expected 1.02-1.08x; lesson: 'exp2 saves a multiply' did not move what limits this kernel; the kernel is memory
@@ -71,6 +72,19 @@ def _lesson(ratio: float, experiment: dict) -> str:
     return f"lesson: {mechanism} did not move what limits this kernel"
 
 
+def _host_time(record: CandidateRecord) -> str:
+    """Where its figure holds host time per call: a kernel fast on the device can still read slow, and why."""
+    codes = {flag.get("code") for flag in record.measured.get("flags") or [] if isinstance(flag, dict)}
+    if "timing_disputed" in codes:
+        return (
+            "timed by the evaluator's own clock, which counts its calls' host time (launches, Python per call) "
+            "beyond the reference's: fewer launches or less host work per call would show"
+        )
+    if "host_bound" in codes:
+        return "its calls take longer to issue on the host than the device takes to run them"
+    return ""
+
+
 def _borrowed(record: CandidateRecord) -> str:
     taken = (record.experiment or {}).get("from_reference")
     return f"; it borrowed from {record.reference_id}: {clip(taken, MECHANISM_CHARS)}" if taken else ""
@@ -113,5 +127,6 @@ def finding_for(record: CandidateRecord, parent: CandidateRecord | None) -> str:
         verdict = f"no gain ({change}) over {parent.id}"
     expected = f", {_against_expected(ratio, experiment)}" if _against_expected(ratio, experiment) else ""
     moved = 1.0 if unbanded or within_noise(record, parent.speedup) else ratio  # noise teaches no mechanism
-    clauses = [c for c in (_lesson(moved, experiment), _shape_split(record, parent), _bottleneck(record)) if c]
+    clauses = [_lesson(moved, experiment), _shape_split(record, parent), _bottleneck(record), _host_time(record)]
+    clauses = [c for c in clauses if c]
     return f"{head}: {verdict}{expected}{''.join('; ' + c for c in clauses)}{_borrowed(record)}{strayed}."

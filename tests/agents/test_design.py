@@ -277,3 +277,17 @@ def test_findings_say_what_was_learned_and_what_was_borrowed():
     assert "it borrowed from c0003: its tiles" in finding
     slower = child.model_copy(update={"speedup": 1.5})
     assert "lesson: 'bounded registers' costs time here; do not repeat it unchanged" in finding_for(slower, parent)
+
+
+def test_a_finding_says_when_the_figure_holds_the_calls_host_time():
+    parent = CandidateRecord(id="c0002", source="s", status="correct", speedup=2.0)
+    flags = [{"code": "timing_disputed", "severity": "soft", "text": "its process says 0.09 ms, the parent's 0.13"}]
+    child = CandidateRecord(
+        id="c0005", parent_id="c0002", iteration=2, source="s", status="correct", speedup=1.4,
+        experiment=plan_dict("launches"), eval={"speedup_band": [1.3, 1.5], "flags": flags},
+    )  # fmt: skip
+    finding = finding_for(child, parent)
+    assert "regressed -30%" in finding and "counts its calls' host time (launches, Python per call)" in finding
+    bound = child.model_copy(update={"eval": {"speedup_band": [1.3, 1.5], "flags": [{"code": "host_bound"}]}})
+    assert "longer to issue on the host than the device takes to run them" in finding_for(bound, parent)
+    assert "host time" not in finding_for(child.model_copy(update={"eval": {"speedup_band": [1.3, 1.5]}}), parent)
