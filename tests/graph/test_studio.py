@@ -11,6 +11,9 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
+from graph.lab import ARCHIVE_FILE
+from kernels.archive import Archive
+
 from .conftest import CASSETTES
 
 pytestmark = pytest.mark.slow
@@ -70,6 +73,12 @@ def test_studio_runs_the_graph_with_its_context_form(studio_server, tmp_path):
     }
     thread = client.threads.create()
     final = client.runs.wait(thread["thread_id"], "kernel_scientist", input={}, context=context)
-    assert final["best_id"] == "c0002", final
+    # The plan's kernel was built and judged; which is best is measured, and on a loaded CPU the interpreter's band may
+    # not clear the seed (seen in CI: the seed 0.0037x in a band of 0.0006-0.013x, c0002 0.0095x: within noise).
+    assert [(r.id, r.status) for r in Archive(run_dir / ARCHIVE_FILE).records][1:] == [
+        ("c0001", "seed"),
+        ("c0002", "correct"),
+    ]
+    assert final["best_id"] in ("c0001", "c0002"), final
     assert final["stop_reason"].startswith("iterations: 1 of 1")
     assert Path(final["report_path"]) == run_dir / "report.md" and (run_dir / "best_kernel.py").exists()
