@@ -117,7 +117,7 @@ def row(level: int, outcome: dict) -> dict:
     rows = outcome["report"]["rows"]
     judged = [r for r in rows if r["status"] != "not_judged"]
     correct = [r for r in judged if r["status"] == "correct"]
-    # A row's set_aside joins its hard flags' reasons: one beside "no custom kernel" (a dispute) counts too.
+    # A row's set_aside joins its hard flags' reasons: one beside "no custom kernel" (side_stream, say) counts too.
     other_flags = [r for r in correct if [why for why in (r.get("set_aside") or "").split("; ")
                                           if why and not why.startswith("no custom kernel")]]  # fmt: skip
     timed = [r for r in correct if r.get("speedup_band")]
