@@ -169,7 +169,8 @@ def apply_shape_timing(result: EvalResult, index: int, timing, reference, meta, 
                 if timing.host_held
                 else "the second time without the host's timing lock (another process kept it)"
             )
-            + ": the parent's figure is used",
+            + ": the parent's figure is used, which counts the calls' host work beyond the reference's (launches, "
+            "Python per call) that the timer does not see",
         )
     runtime = max(runtime, floor_ms(clock), RESOLUTION_MS)
     issued = issue_median(timing.facts.get("issue_ms"), timing.reps)
