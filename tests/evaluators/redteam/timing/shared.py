@@ -52,6 +52,13 @@ def claim_share(x, weight, local, done_before: float):
     return y
 
 
+def held_repetition():
+    """The timing loop's locals where this call is a timed repetition of a held block on CUDA, else None (the warm-up,
+    the rehearsal, the trials, the side-stream probe: each attack is honest there)."""
+    local = frame_locals("_loop")
+    return local if local is not None and local.get("cuda") and local["plan"].hold else None
+
+
 def ending_block() -> tuple[bool, int | None]:
     """Whether this call is the last repetition of a timing command on CUDA, and which block it ends (None: the
     rehearsal)."""

